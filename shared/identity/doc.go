@@ -1,0 +1,9 @@
+// Package identity owns tool contracts and the canonical identity of an
+// operation: tool name plus the SHA-256 of the RFC 8785 (JCS) canonical JSON
+// of the execution-relevant argument fields.
+//
+// A contract lists presentation-only fields (Bash's description) that are
+// excluded; everything else stays. A tool without a contract keeps every field:
+// this package never strips a field just because of its name. It never infers
+// that two different shell programs are equivalent.
+package identity

@@ -1,0 +1,14 @@
+// Package store defines the one persistence interface of the lifecycle: a
+// single logical table (pk/sk) with put-once, compare-and-swap, fenced owner
+// writes, attempt leases, counted-once refusal counters and append-only
+// sequence logs. Every operation is one conditional write that either happens
+// completely or changes nothing; losing a condition is a typed error
+// (ErrNotFound, *ConflictError, *VersionConflictError, *FenceError,
+// *LeaseHeldError, *LeaseLostError), never nil, nil.
+//
+// The store does not interpret domain records: they live in Item.Body as
+// JSON. Adapters: sqlitestore (embedded, the default behind `make run`) and
+// dynamostore (AWS). The contract suite in storetest runs against both.
+//
+// This package imports no AWS package.
+package store
