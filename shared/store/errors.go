@@ -14,6 +14,11 @@ var ErrNotFound = errors.New("not found")
 // with errors.Is, so callers that only need "lost the race" test one value.
 var ErrConflict = errors.New("conflict")
 
+// ErrInvalid: the request was refused before it reached the backend (an
+// empty key, a reserved sort key, a version that does not increase, a body
+// over MaxBodyBytes). Retrying the same request cannot succeed.
+var ErrInvalid = errors.New("invalid store request")
+
 // ErrUnavailable wraps backend failures (I/O, throttling, a closed
 // connection): nothing was written, and the operation may be retried.
 var ErrUnavailable = errors.New("store unavailable")
@@ -40,6 +45,14 @@ func (e *VersionConflictError) Error() string {
 	return fmt.Sprintf("item %s: expected version %d, found %d", e.Key, e.Expected, e.Actual)
 }
 func (e *VersionConflictError) Is(target error) bool { return target == ErrConflict }
+
+// GuardMissing is PutOnceIfVersion's error when the guard item does not
+// exist: a *VersionConflictError{Actual: 0} that also matches ErrNotFound,
+// so callers can tell "the execution is gone" from "the version moved".
+func GuardMissing(guard Key, expected int64) error {
+	return fmt.Errorf("guard %s: %w: %w", guard, ErrNotFound,
+		&VersionConflictError{Key: guard, Expected: expected, Actual: 0})
+}
 
 // FenceError: an owner write carried a fence older than the one stored.
 type FenceError struct {
