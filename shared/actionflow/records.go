@@ -130,11 +130,11 @@ type Action struct {
 type ApprovalStatus string
 
 const (
-	ApprovalPending    ApprovalStatus = "pending"
-	ApprovalApproved   ApprovalStatus = "approved"
-	ApprovalDeclinedSt ApprovalStatus = "declined"
-	ApprovalExpired    ApprovalStatus = "expired"
-	ApprovalCancelled  ApprovalStatus = "cancelled"
+	ApprovalPending      ApprovalStatus = "pending"
+	ApprovalApproved     ApprovalStatus = "approved"
+	ApprovalDeclinedSt   ApprovalStatus = "declined"
+	ApprovalExpired      ApprovalStatus = "expired"
+	ApprovalCancelled    ApprovalStatus = "cancelled"
 	ApprovalSupersededSt ApprovalStatus = "superseded"
 )
 
@@ -161,12 +161,12 @@ type Approval struct {
 	Fallback      bool            `json:"fallback,omitempty"`
 	Status        ApprovalStatus  `json:"status"`
 	// TaskToken completes the Step Functions wait; never shown to clients.
-	TaskToken string `json:"task_token"`
-	DecidedBy     *Principal      `json:"decided_by,omitempty"`
-	DecidedAt     *time.Time      `json:"decided_at,omitempty"`
-	CreatedAt     time.Time       `json:"created_at"`
-	ExpiresAt     time.Time       `json:"expires_at"`
-	Version       int64           `json:"-"`
+	TaskToken string     `json:"task_token"`
+	DecidedBy *Principal `json:"decided_by,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	Version   int64      `json:"-"`
 }
 
 // ToolResult is what an executor reports.

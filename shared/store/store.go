@@ -73,20 +73,20 @@ type Page struct {
 // partition key of the lease item (sort key "LEASE"), e.g. "EXEC#<execution_id>"
 // for an execution's owner or "ACTION#<action_id>" for one dispatch attempt.
 type LeaseRequest struct {
-	Resource    string
-	AttemptID   string
-	TTL         time.Duration
-	Now         time.Time
+	Resource  string
+	AttemptID string
+	TTL       time.Duration
+	Now       time.Time
 }
 
 // Lease is attempt ownership. Fence increases on every acquisition (first
 // acquire, takeover after expiry, or re-acquire by the same attempt) and is
 // never reused, so a write carrying an older fence can be rejected.
 type Lease struct {
-	Resource    string
-	AttemptID   string
-	Fence       int64
-	ExpiresAt   time.Time
+	Resource  string
+	AttemptID string
+	Fence     int64
+	ExpiresAt time.Time
 }
 
 // CounterOp is one change to a refusal counter.
