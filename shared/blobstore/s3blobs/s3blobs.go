@@ -1,4 +1,3 @@
-// Package s3blobs stores large results in an S3 bucket.
 package s3blobs
 
 import (
