@@ -18,7 +18,9 @@ import (
 
 // ruleDecider decides by tool name; the real permission engine is tested in
 // its own package and wired in by the stack.
-type ruleDecider struct{ byTool map[string]lifecycle.Permission }
+type ruleDecider struct {
+	byTool map[string]lifecycle.Permission
+}
 
 func (d ruleDecider) Decide(ctx context.Context, a actionflow.Action) (actionflow.Decision, error) {
 	p, ok := d.byTool[a.Tool]
