@@ -58,9 +58,9 @@ type want struct {
 
 func TestBranchCounting(t *testing.T) {
 	cases := []struct {
-		name  string
-		in    activity.Input
-		want  want
+		name string
+		in   activity.Input
+		want want
 	}{
 		{
 			name: "one linear conversation: message then continue is one history row",
@@ -228,7 +228,7 @@ func TestBranchCounting(t *testing.T) {
 
 func TestDetailLabels(t *testing.T) {
 	in := activity.Input{Executions: []actionflow.Execution{exe("e1", "b1", "", 0, actionflow.ExecRunning)},
-		Actions: []actionflow.Action{act("a1", "e1", 0, asking), act("a2", "e1", 1, denied)},
+		Actions:   []actionflow.Action{act("a1", "e1", 0, asking), act("a2", "e1", 1, denied)},
 		Approvals: []actionflow.Approval{approval("a1", actionflow.ApprovalPending), approval("a2", actionflow.ApprovalDeclinedSt)}}
 	got := activity.Build(in)
 	if len(got.NeedsAttention) != 1 {
