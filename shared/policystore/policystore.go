@@ -1,0 +1,144 @@
+package policystore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// SK is the sort key of the policy item under the session's partition.
+const SK = "POLICY"
+
+// Restart window values (seconds). A positive value is a duration.
+const (
+	// RestartUnlimited is the default: automatic continuation without a time limit.
+	RestartUnlimited int64 = -1
+	// RestartDisabled turns automatic continuation off.
+	RestartDisabled int64 = 0
+)
+
+// MaxPolicyBytes bounds the permission document.
+const MaxPolicyBytes = 128 << 10
+
+// Document is a session's policy at one version.
+type Document struct {
+	SessionID ids.SessionID `json:"session_id"`
+	// Version is 0 for a session whose policy was never written (defaults apply).
+	Version int64 `json:"version"`
+	// Policy is the permission document (rules, mode, ...) as package
+	// permission defines it; "{}" when never written.
+	Policy json.RawMessage `json:"policy"`
+	// RestartWindowSeconds: -1 unlimited (default), 0 disabled, > 0 a duration.
+	RestartWindowSeconds int64                 `json:"restart_window_seconds"`
+	UpdatedAt            *time.Time            `json:"updated_at,omitempty"`
+	UpdatedBy            *actionflow.Principal `json:"updated_by,omitempty"`
+}
+
+// RestartWindow is the window as a duration; ok is false when unlimited.
+func (d Document) RestartWindow() (window time.Duration, limited bool) {
+	if d.RestartWindowSeconds < 0 {
+		return 0, false
+	}
+	return time.Duration(d.RestartWindowSeconds) * time.Second, true
+}
+
+// Validator checks a permission document; it returns a
+// *actionflow.ValidationError naming the line or rule that is wrong.
+type Validator func(policy json.RawMessage) error
+
+// Store reads and writes session policies.
+type Store struct {
+	st       store.Store
+	validate Validator
+	now      func() time.Time
+}
+
+// New returns a Store over st. validate may be nil until the permission
+// engine is wired: the document must then only be a JSON object.
+func New(st store.Store, validate Validator) *Store {
+	return &Store{st: st, validate: validate, now: time.Now}
+}
+
+// Key is the policy item of a session.
+func Key(session ids.SessionID) store.Key {
+	return store.Key{PK: store.SessionPK(string(session)), SK: SK}
+}
+
+// Get reads a session's policy; never written is version 0 with defaults.
+func (s *Store) Get(ctx context.Context, session ids.SessionID) (Document, error) {
+	it, err := s.st.Get(ctx, Key(session))
+	if errors.Is(err, store.ErrNotFound) {
+		return Document{SessionID: session, Policy: json.RawMessage(`{}`), RestartWindowSeconds: RestartUnlimited}, nil
+	}
+	if err != nil {
+		return Document{}, fmt.Errorf("get policy of %s: %w", session, err)
+	}
+	var d Document
+	if err := json.Unmarshal(it.Body, &d); err != nil {
+		return Document{}, fmt.Errorf("decode policy of %s: %w", session, err)
+	}
+	d.Version = it.Version
+	return d, nil
+}
+
+// Put replaces the policy at version expected (0: never written) with
+// policy and restart window, returning the new document (version
+// expected+1). A stale expected is a *actionflow.ConflictError whose
+// Current is the stored document; an invalid document is a
+// *actionflow.ValidationError and nothing is written.
+func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, restartWindowSeconds int64, by actionflow.Principal) (Document, error) {
+	if err := ids.Validate("session_id", string(session)); err != nil {
+		return Document{}, &actionflow.ValidationError{Field: "session_id", Msg: err.Error()}
+	}
+	if expected < 0 {
+		return Document{}, &actionflow.ValidationError{Field: "expected_version", Msg: "must be 0 (first write) or the current version"}
+	}
+	if restartWindowSeconds < RestartUnlimited {
+		return Document{}, &actionflow.ValidationError{Field: "restart_window_seconds", Msg: fmt.Sprintf("%d: use -1 (unlimited), 0 (disabled) or a positive number of seconds", restartWindowSeconds)}
+	}
+	policy = bytes.TrimSpace(policy)
+	if len(policy) == 0 || policy[0] != '{' || !json.Valid(policy) {
+		return Document{}, &actionflow.ValidationError{Field: "policy", Msg: "must be a JSON object"}
+	}
+	if len(policy) > MaxPolicyBytes {
+		return Document{}, &actionflow.ValidationError{Field: "policy", Msg: fmt.Sprintf("%d bytes, more than the %d byte limit", len(policy), MaxPolicyBytes)}
+	}
+	if s.validate != nil {
+		if err := s.validate(policy); err != nil {
+			var ve *actionflow.ValidationError
+			if errors.As(err, &ve) {
+				return Document{}, ve
+			}
+			return Document{}, &actionflow.ValidationError{Field: "policy", Msg: err.Error()}
+		}
+	}
+	now := s.now().UTC()
+	d := Document{SessionID: session, Version: expected + 1, Policy: policy, RestartWindowSeconds: restartWindowSeconds,
+		UpdatedAt: &now, UpdatedBy: &by}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return Document{}, fmt.Errorf("encode policy of %s: %w", session, err)
+	}
+	k := Key(session)
+	err = s.st.CompareAndSwap(ctx, store.Item{PK: k.PK, SK: k.SK, Version: d.Version, Body: body}, expected, 0)
+	var vc *store.VersionConflictError
+	if errors.As(err, &vc) {
+		cur, gerr := s.Get(ctx, session)
+		if gerr != nil {
+			return Document{}, gerr
+		}
+		return Document{}, &actionflow.ConflictError{Code: "stale_policy_version",
+			Msg: fmt.Sprintf("expected version %d, the policy is at version %d", expected, cur.Version), Current: cur}
+	}
+	if err != nil {
+		return Document{}, fmt.Errorf("put policy of %s: %w", session, err)
+	}
+	return d, nil
+}

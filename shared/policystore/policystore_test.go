@@ -1,0 +1,79 @@
+package policystore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
+)
+
+func TestPutGetVersions(t *testing.T) {
+	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rejectDenyAll := func(p json.RawMessage) error {
+		if string(p) == `{"rules":["deny *"]}` {
+			return &actionflow.ValidationError{Field: "policy.rules[0]", Msg: "line 1: refused"}
+		}
+		return nil
+	}
+	ps := policystore.New(st, rejectDenyAll)
+	ctx := context.Background()
+	human := actionflow.Principal{Subject: "h", Role: "human", Session: "ses_1"}
+
+	d, err := ps.Get(ctx, "ses_1")
+	if err != nil || d.Version != 0 || d.RestartWindowSeconds != -1 || string(d.Policy) != "{}" {
+		t.Fatalf("default: %+v %v", d, err)
+	}
+	steps := []struct {
+		name     string
+		expected int64
+		policy   string
+		window   int64
+		wantErr  any
+		wantVer  int64
+	}{
+		{"first write", 0, `{"mode":"default"}`, -1, nil, 1},
+		{"update at current version", 1, `{"mode":"plan"}`, 7200, nil, 2},
+		{"stale version", 1, `{"mode":"auto"}`, 0, new(*actionflow.ConflictError), 2},
+		{"create again", 0, `{"mode":"auto"}`, 0, new(*actionflow.ConflictError), 2},
+		{"not an object", 2, `["x"]`, 0, new(*actionflow.ValidationError), 2},
+		{"bad window", 2, `{}`, -2, new(*actionflow.ValidationError), 2},
+		{"validator refuses", 2, `{"rules":["deny *"]}`, 0, new(*actionflow.ValidationError), 2},
+		{"disable restart", 2, `{"mode":"plan"}`, 0, nil, 3},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			_, err := ps.Put(ctx, "ses_1", s.expected, json.RawMessage(s.policy), s.window, human)
+			switch want := s.wantErr.(type) {
+			case nil:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case **actionflow.ConflictError:
+				if !errors.As(err, want) || (*want).Current.(policystore.Document).Version != s.wantVer {
+					t.Fatalf("want conflict with current version %d, got %v", s.wantVer, err)
+				}
+			case **actionflow.ValidationError:
+				if !errors.As(err, want) {
+					t.Fatalf("want validation error, got %v", err)
+				}
+			}
+			got, _ := ps.Get(ctx, "ses_1")
+			if got.Version != s.wantVer {
+				t.Fatalf("version %d, want %d", got.Version, s.wantVer)
+			}
+		})
+	}
+	got, _ := ps.Get(ctx, "ses_1")
+	if w, limited := got.RestartWindow(); !limited || w != 0 || got.UpdatedBy.Subject != "h" {
+		t.Fatalf("final %+v", got)
+	}
+}
