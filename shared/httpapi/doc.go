@@ -1,0 +1,28 @@
+// Package httpapi is the lifecycle's HTTP API: JSON over HTTP under /v1,
+// the same http.Handler behind API Gateway (functions/api, through the
+// Lambda adapter in package apigw) and `lifecycle serve`. api/openapi.yaml
+// describes every route; a test validates real responses against it.
+//
+// Every /v1 request passes one gate (gate.go): authenticate (bearer token
+// locally, verified gateway claims in AWS), resolve the session the request
+// touches by reading (never writing) the addressed resource, then
+// auth.Authorize. A denial answers 403 and appends one "audit.denied" event
+// to the touched session's log — nothing else is written. Errors are
+// {"error":{"code","message","field"?,"current"?}} with their status,
+// mapped in one place (errors.go) from the lifecycle's typed errors.
+//
+// Request bodies are limited (MaxBodyBytes, default 256 KiB), decoded
+// strictly (unknown fields, wrong types, malformed JSON and trailing data
+// are 400 naming the field) and fully validated before anything is written.
+//
+// Long polls (?wait=SECONDS, at most MaxWait, default 30 s) wake early on
+// the lifecycle's in-process notifications and otherwise re-read the store
+// every PollInterval, so they also work in Lambda where no bus is shared.
+// The event stream is server-sent events resumable by Last-Event-ID (the
+// session log's sequence); with ?wait= (or DisableStreaming, behind API
+// Gateway, which cannot stream) the same route answers a JSON batch.
+//
+// What it must never do: let a request's origin header or body stand in
+// for the token's role or session, write anything for a refused request
+// except its audit event, expose a task token, or import an AWS package.
+package httpapi

@@ -1,0 +1,191 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// route is one /v1 route: what it needs and how it finds the session it touches.
+type route struct {
+	pattern string
+	need    auth.Capability
+	scope   func(r *http.Request, p actionflow.Principal) (target, error)
+	serve   func(w http.ResponseWriter, r *http.Request, c *call) error
+}
+
+// target is what a request addresses, read before authorization (never
+// written) so the handler does not read it twice.
+type target struct {
+	Session   ids.SessionID
+	Action    *actionflow.Action
+	Execution *actionflow.Execution
+	Approval  *actionflow.Approval
+}
+
+// call is an authorized request.
+type call struct {
+	p actionflow.Principal
+	t target
+}
+
+// table is the whole /v1 surface and its authorization, in one place.
+func (h *api) table() []route {
+	return []route{
+		{"POST /v1/sessions/{session_id}/actions", auth.CapSubmit, pathSession, h.submit},
+		{"GET /v1/actions/{action_id}", auth.CapRead, h.actionScope, h.getAction},
+		{"GET /v1/sessions/{session_id}/approvals", auth.CapRead, pathSession, h.listApprovals},
+		{"POST /v1/approvals/{approval_id}", auth.CapDecide, h.approvalScope, h.decide},
+		{"POST /v1/executions/{execution_id}/commands", auth.CapCommand, h.executionScope, h.command},
+		{"GET /v1/executions/{execution_id}", auth.CapRead, h.executionScope, h.getExecution},
+		{"GET /v1/sessions/{session_id}/activity", auth.CapRead, pathSession, h.activity},
+		{"GET /v1/sessions/{session_id}/events", auth.CapRead, pathSession, h.events},
+		{"GET /v1/tools", auth.CapRead, querySession(true), h.tools},
+		{"PUT /v1/sessions/{session_id}/policy", auth.CapPolicy, pathSession, h.putPolicy},
+		{"GET /v1/sessions/{session_id}/policy", auth.CapRead, pathSession, h.getPolicy},
+		{"GET /v1/hosts/tasks", auth.CapHost, querySession(false), h.hostTasks},
+		{"POST /v1/hosts/tasks/{action_id}/start", auth.CapHost, h.actionScope, h.hostStart},
+		{"POST /v1/hosts/tasks/{action_id}/result", auth.CapHost, h.actionScope, h.hostResult},
+	}
+}
+
+// gate authenticates, resolves the target, authorizes, then serves.
+func (h *api) gate(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := h.cfg.Auth.Authenticate(r)
+		if err != nil {
+			var ue *auth.UnauthenticatedError
+			if !errors.As(err, &ue) {
+				err = &auth.UnauthenticatedError{Msg: err.Error()}
+			}
+			h.fail(w, r, err)
+			return
+		}
+		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		t, err := rt.scope(r, p)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if err := auth.Authorize(p, rt.need, t.Session); err != nil {
+			h.audit(r, rt, p, t, err)
+			h.fail(w, r, err)
+			return
+		}
+		if err := rt.serve(w, r, &call{p: p, t: t}); err != nil {
+			h.fail(w, r, err)
+		}
+	})
+}
+
+// audit appends the one trace a refused request leaves: an "audit.denied"
+// event in the log of the session it touched (or the caller's own session
+// when it named none).
+func (h *api) audit(r *http.Request, rt route, p actionflow.Principal, t target, denied error) {
+	session := t.Session
+	if session == "" {
+		session = p.Session
+	}
+	if session == "" {
+		h.log.WarnContext(r.Context(), "api: denied request without a session to audit", "subject", p.Subject, "route", rt.pattern)
+		return
+	}
+	ev := actionflow.Event{Type: "audit.denied", SessionID: session}
+	if t.Action != nil {
+		ev.ActionID, ev.ExecutionID = t.Action.ActionID, t.Action.ExecutionID
+	}
+	if t.Execution != nil {
+		ev.ExecutionID = t.Execution.ExecutionID
+	}
+	var de *auth.DeniedError
+	reason := denied.Error()
+	if errors.As(denied, &de) {
+		reason = de.Reason
+	}
+	data := map[string]any{"subject": p.Subject, "role": p.Role, "token_session": p.Session, "origin": p.Origin,
+		"capability": rt.need, "route": rt.pattern, "path": r.URL.Path, "reason": reason}
+	if _, err := h.svc.AppendEvent(r.Context(), ev, data); err != nil {
+		h.log.ErrorContext(r.Context(), "api: audit event not written", "error", err, "subject", p.Subject, "route", rt.pattern)
+	}
+}
+
+func pathSession(r *http.Request, _ actionflow.Principal) (target, error) {
+	s := r.PathValue("session_id")
+	if err := ids.Validate("session_id", s); err != nil {
+		return target{}, badRequest("invalid_field", "session_id", err.Error())
+	}
+	return target{Session: ids.SessionID(s)}, nil
+}
+
+// querySession reads ?session_id=, defaulting to the token's session. An
+// admin may omit it where all sessions make sense (required == false).
+func querySession(required bool) func(r *http.Request, p actionflow.Principal) (target, error) {
+	return func(r *http.Request, p actionflow.Principal) (target, error) {
+		s := r.URL.Query().Get("session_id")
+		if s == "" {
+			s = string(p.Session)
+		}
+		if s == "" {
+			if required {
+				return target{}, badRequest("invalid_field", "session_id", "name the session (?session_id=)")
+			}
+			return target{}, nil
+		}
+		if err := ids.Validate("session_id", s); err != nil {
+			return target{}, badRequest("invalid_field", "session_id", err.Error())
+		}
+		return target{Session: ids.SessionID(s)}, nil
+	}
+}
+
+func (h *api) actionScope(r *http.Request, _ actionflow.Principal) (target, error) {
+	id := r.PathValue("action_id")
+	if err := ids.Validate("action_id", id); err != nil {
+		return target{}, badRequest("invalid_field", "action_id", err.Error())
+	}
+	a, err := h.svc.GetAction(r.Context(), ids.ActionID(id))
+	if err != nil {
+		return target{}, err
+	}
+	return target{Session: a.SessionID, Action: &a}, nil
+}
+
+func (h *api) executionScope(r *http.Request, _ actionflow.Principal) (target, error) {
+	id := r.PathValue("execution_id")
+	if err := ids.Validate("execution_id", id); err != nil {
+		return target{}, badRequest("invalid_field", "execution_id", err.Error())
+	}
+	e, err := h.svc.GetExecution(r.Context(), ids.ExecutionID(id))
+	if err != nil {
+		return target{}, err
+	}
+	return target{Session: e.SessionID, Execution: &e}, nil
+}
+
+func (h *api) approvalScope(r *http.Request, _ actionflow.Principal) (target, error) {
+	id := r.PathValue("approval_id")
+	if err := ids.Validate("approval_id", id); err != nil {
+		return target{}, badRequest("invalid_field", "approval_id", err.Error())
+	}
+	action, ok := actionflow.ActionOfApproval(ids.ApprovalID(id))
+	if !ok {
+		return target{}, &actionflow.NotFoundError{What: "approval " + id}
+	}
+	ap, err := h.svc.GetApproval(r.Context(), action)
+	if errors.Is(err, store.ErrNotFound) {
+		return target{}, &actionflow.NotFoundError{What: "approval " + id}
+	}
+	if err != nil {
+		return target{}, err
+	}
+	return target{Session: ap.SessionID, Approval: &ap}, nil
+}
+
+func isNotFound(err error) bool {
+	var nf *actionflow.NotFoundError
+	return errors.Is(err, store.ErrNotFound) || errors.As(err, &nf)
+}

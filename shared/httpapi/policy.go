@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/policystore"
+)
+
+// PolicyBody is the body of PUT /v1/sessions/{session_id}/policy.
+type PolicyBody struct {
+	// ExpectedVersion is the version being replaced (0 for the first write).
+	ExpectedVersion *int64 `json:"expected_version"`
+	// Policy is the permission document (rules, mode), as package permission parses it.
+	Policy json.RawMessage `json:"policy"`
+	// RestartWindowSeconds: -1 unlimited (default), 0 disabled, > 0 seconds.
+	RestartWindowSeconds *int64 `json:"restart_window_seconds,omitempty"`
+}
+
+func (h *api) getPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
+	d, err := h.cfg.Policies.Get(r.Context(), c.t.Session)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(d.Version, 10)))
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (h *api) putPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
+	var b PolicyBody
+	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
+		return err
+	}
+	if b.ExpectedVersion == nil {
+		return badRequest("missing_field", "expected_version", "expected_version is required (0 for the first policy)")
+	}
+	if len(b.Policy) == 0 || string(b.Policy) == "null" {
+		return badRequest("missing_field", "policy", "policy is required (a JSON object)")
+	}
+	window := policystore.RestartUnlimited
+	if b.RestartWindowSeconds != nil {
+		window = *b.RestartWindowSeconds
+	}
+	d, err := h.cfg.Policies.Put(r.Context(), c.t.Session, *b.ExpectedVersion, b.Policy, window, c.p)
+	if err != nil {
+		return err
+	}
+	if _, err := h.svc.AppendEvent(r.Context(), actionflow.Event{Type: "policy.updated", SessionID: c.t.Session},
+		map[string]any{"version": d.Version, "restart_window_seconds": d.RestartWindowSeconds, "by": c.p}); err != nil {
+		// The policy is saved; only its notification is missing.
+		h.log.WarnContext(r.Context(), "api: policy saved, event not appended", "session_id", c.t.Session, "error", err)
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(d.Version, 10)))
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
