@@ -31,3 +31,5 @@ func onlyAudit(t *testing.T, ws []write, session string) actionflow.Event {
 }
 
 func idsSession(s string) ids.SessionID { return ids.SessionID(s) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,199 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
+)
+
+// victim is session ses_1 with one of everything a route can address.
+type victim struct {
+	action    httpapi.ActionView // risky, waiting for approval
+	approval  httpapi.ApprovalView
+	hostTask  httpapi.ActionView // Bash, published for a host
+	execution ids.ExecutionID
+}
+
+func seedVictim(t *testing.T, s *stack) victim {
+	t.Helper()
+	owner := s.token(auth.RoleAgent, "ses_1")
+	var v victim
+	v.action = s.submit(owner, "ses_1", "risky", submitBody("risky", `{"cmd":"deploy"}`, "c1"))
+	v.approval = s.pendingApproval(owner, "ses_1", v.action.ActionID)
+	v.execution = v.action.ExecutionID
+	v.hostTask = s.submit(owner, "ses_1", "bash", submitBody("Bash", `{"command":"echo hi"}`, "c2"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tasks, err := s.svc.HostTasks(context.Background(), "ses_1", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tasks) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the host task was not published")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return v
+}
+
+// attempt is one request of the matrix.
+type attempt struct {
+	route string // the route pattern it exercises
+	req   req
+	// humanOnly routes are also attempted by the session's own agent.
+	humanOnly bool
+}
+
+func attempts(v victim) []attempt {
+	one := int64(1)
+	fence := int64(1)
+	return []attempt{
+		{route: "POST /v1/sessions/{session_id}/actions", req: req{method: "POST", path: "/v1/sessions/ses_1/actions",
+			body: submitBody("noop", `{}`, "c9"), header: map[string]string{"Idempotency-Key": "attack"}}},
+		{route: "GET /v1/actions/{action_id}", req: req{method: "GET", path: "/v1/actions/" + string(v.action.ActionID)}},
+		{route: "GET /v1/sessions/{session_id}/approvals", req: req{method: "GET", path: "/v1/sessions/ses_1/approvals"}},
+		{route: "POST /v1/approvals/{approval_id}", humanOnly: true, req: req{method: "POST", path: "/v1/approvals/" + string(v.approval.ApprovalID),
+			body: httpapi.DecisionBody{Decision: "approve", Digest: v.approval.ArgsDigest}, header: map[string]string{auth.OriginHeader: "ui"}}},
+		{route: "POST /v1/executions/{execution_id}/commands", humanOnly: true, req: req{method: "POST", path: "/v1/executions/" + string(v.execution) + "/commands",
+			body: httpapi.CommandBody{CommandID: "cmd_x", Type: "cancel", ExpectedVersion: &one}}},
+		{route: "GET /v1/executions/{execution_id}", req: req{method: "GET", path: "/v1/executions/" + string(v.execution)}},
+		{route: "GET /v1/sessions/{session_id}/activity", req: req{method: "GET", path: "/v1/sessions/ses_1/activity"}},
+		{route: "GET /v1/sessions/{session_id}/events", req: req{method: "GET", path: "/v1/sessions/ses_1/events?wait=0"}},
+		{route: "GET /v1/tools", req: req{method: "GET", path: "/v1/tools?session_id=ses_1"}},
+		{route: "PUT /v1/sessions/{session_id}/policy", humanOnly: true, req: req{method: "PUT", path: "/v1/sessions/ses_1/policy",
+			body: map[string]any{"expected_version": 0, "policy": map[string]any{"mode": "bypass"}}}},
+		{route: "GET /v1/sessions/{session_id}/policy", req: req{method: "GET", path: "/v1/sessions/ses_1/policy"}},
+		{route: "GET /v1/hosts/tasks", req: req{method: "GET", path: "/v1/hosts/tasks?session_id=ses_1&wait=0"}},
+		{route: "POST /v1/hosts/tasks/{action_id}/start", req: req{method: "POST", path: "/v1/hosts/tasks/" + string(v.hostTask.ActionID) + "/start",
+			body: httpapi.HostStartBody{AttemptID: "att_evil"}}},
+		{route: "POST /v1/hosts/tasks/{action_id}/result", req: req{method: "POST", path: "/v1/hosts/tasks/" + string(v.hostTask.ActionID) + "/result",
+			body: map[string]any{"attempt_id": "att_evil", "fence": fence, "result": map[string]any{"outcome": "succeeded"}}}},
+	}
+}
+
+// TestCrossSessionAndCrossRoleRefused: every route, attempted by an agent
+// and a human of another session, and every human-only route attempted by
+// the session's own agent, answers 403 and writes exactly one audit event
+// into the victim session's log — nothing else.
+func TestCrossSessionAndCrossRoleRefused(t *testing.T) {
+	s := newStack(t)
+	v := seedVictim(t, s)
+	callers := []struct {
+		name      string
+		token     string
+		principal actionflow.Principal
+		humanOnly bool // attempts only the human-only routes
+	}{
+		{"agent of another session", s.token(auth.RoleAgent, "ses_2"), actionflow.Principal{Role: "agent", Session: "ses_2"}, false},
+		{"human of another session", s.token(auth.RoleHuman, "ses_2"), actionflow.Principal{Role: "human", Session: "ses_2"}, false},
+		{"the session's own agent on a human route", s.token(auth.RoleAgent, "ses_1"), actionflow.Principal{Role: "agent", Session: "ses_1"}, true},
+	}
+	covered := map[string]bool{}
+	for _, c := range callers {
+		for _, a := range attempts(v) {
+			if c.humanOnly && !a.humanOnly {
+				continue
+			}
+			covered[a.route] = true
+			t.Run(c.name+"/"+a.route, func(t *testing.T) {
+				r := a.req
+				r.token = c.token
+				mark := s.st.mark()
+				got := s.do(r)
+				if got.status != http.StatusForbidden || got.errorBody(t).Code != "forbidden" {
+					t.Fatalf("%s %s: %d %s", r.method, r.path, got.status, got.body)
+				}
+				ev := onlyAudit(t, s.st.since(mark), "ses_1")
+				var data struct {
+					Role         string `json:"role"`
+					TokenSession string `json:"token_session"`
+					Route        string `json:"route"`
+				}
+				if err := jsonUnmarshal(ev.Data, &data); err != nil {
+					t.Fatal(err)
+				}
+				if data.Role != c.principal.Role || data.TokenSession != string(c.principal.Session) || data.Route != a.route {
+					t.Fatalf("audit data %s", ev.Data)
+				}
+			})
+		}
+	}
+	var missing []string
+	for _, rt := range httpapi.Routes() {
+		if !covered[rt] {
+			missing = append(missing, rt)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("routes without a refusal case: %s", strings.Join(missing, ", "))
+	}
+	// Nothing the attempts addressed changed.
+	ap, err := s.svc.GetApproval(context.Background(), v.action.ActionID)
+	if err != nil || ap.Status != actionflow.ApprovalPending {
+		t.Fatalf("approval after the attempts: %+v %v", ap, err)
+	}
+	if tasks, _ := s.svc.HostTasks(context.Background(), "ses_1", 10); len(tasks) != 1 {
+		t.Fatal("the host task was claimed by an attacker")
+	}
+	if s.exec.calls.Load() != 0 {
+		t.Fatal("an attempt reached an executor")
+	}
+}
+
+// TestUnauthenticatedWritesNothing: no token, a garbage token and a token
+// signed with another key are 401 and leave no trace at all.
+func TestUnauthenticatedWritesNothing(t *testing.T) {
+	s := newStack(t)
+	v := seedVictim(t, s)
+	forger, _ := auth.NewIssuer([]byte("forged-key-forged-key-forged-key-!!"))
+	forged, _ := forger.Issue(auth.RoleAdmin, "", time.Hour)
+	for _, tok := range []struct{ name, token string }{{"none", ""}, {"garbage", "abc.def.ghi"}, {"other key", forged}} {
+		for _, a := range attempts(v) {
+			t.Run(tok.name+"/"+a.route, func(t *testing.T) {
+				r := a.req
+				r.token = tok.token
+				mark := s.st.mark()
+				got := s.do(r)
+				if got.status != http.StatusUnauthorized || got.header.Get("WWW-Authenticate") == "" {
+					t.Fatalf("%d %s", got.status, got.body)
+				}
+				if ws := s.st.since(mark); len(ws) != 0 {
+					t.Fatalf("an unauthenticated request wrote %d items", len(ws))
+				}
+			})
+		}
+	}
+}
+
+// TestAdminReachesEverySession and an owner reaches its own.
+func TestOwnersAndAdminAreAllowed(t *testing.T) {
+	s := newStack(t)
+	v := seedVictim(t, s)
+	for _, tok := range []string{s.token(auth.RoleHuman, "ses_1"), s.token(auth.RoleAdmin, "")} {
+		for _, path := range []string{"/v1/actions/" + string(v.action.ActionID), "/v1/sessions/ses_1/approvals",
+			"/v1/executions/" + string(v.execution), "/v1/sessions/ses_1/policy", "/v1/hosts/tasks?session_id=ses_1"} {
+			if r := s.do(req{method: "GET", path: path, token: tok}); r.status != 200 {
+				t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+			}
+		}
+	}
+	// An admin without a session lists every session's host tasks.
+	r := s.do(req{method: "GET", path: "/v1/hosts/tasks", token: s.token(auth.RoleAdmin, "")})
+	var l httpapi.HostTaskList
+	r.decode(t, &l)
+	if r.status != 200 || len(l.Tasks) != 1 || l.Tasks[0].ActionID != v.hostTask.ActionID {
+		t.Fatalf("admin host tasks: %d %s", r.status, r.body)
+	}
+}
