@@ -83,11 +83,11 @@ func (r *SessionRecords) add(s *Service, it store.Item) error {
 	return nil
 }
 
-// AppendEvent appends an event to its session's log (and notifies live
+// AppendSessionEvent appends an event to its session's log (and notifies live
 // streams) for callers outside the lifecycle steps: the API's audit events
 // ("audit.denied") and policy changes. data, if not nil, is encoded as the
 // event's data.
-func (s *Service) AppendEvent(ctx context.Context, ev Event, data any) (Event, error) {
+func (s *Service) AppendSessionEvent(ctx context.Context, ev Event, data any) (Event, error) {
 	if err := ids.Validate("session_id", string(ev.SessionID)); err != nil {
 		return ev, &ValidationError{Field: "session_id", Msg: err.Error()}
 	}
