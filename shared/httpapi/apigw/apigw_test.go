@@ -1,0 +1,137 @@
+package apigw_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/httpapi/apigw"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
+)
+
+type allow struct{}
+
+func (allow) Decide(context.Context, actionflow.Action) (actionflow.Decision, error) {
+	return actionflow.Decision{Permission: lifecycle.PermissionAllow, PolicyVersion: "v1", Reason: actionflow.Reason{Source: "test", Code: "allow"}}, nil
+}
+func (allow) Revalidate(context.Context, actionflow.Action, actionflow.Decision, actionflow.Approval) (actionflow.Decision, error) {
+	return actionflow.Decision{Permission: lifecycle.PermissionAllow}, nil
+}
+func (allow) ApprovalCompleted(context.Context, actionflow.Action, actionflow.Approval) error { return nil }
+
+type started []ids.ActionID
+
+func (s *started) StartAction(_ context.Context, id ids.ActionID, _ []byte) error {
+	*s = append(*s, id)
+	return nil
+}
+
+func gateway(t *testing.T) (apigw.Handler, *started) {
+	t.Helper()
+	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	starts := &started{}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := actionflow.New(actionflow.Config{Store: st, Decider: allow{}, Starter: starts, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Service: svc, Auth: auth.GatewayClaims{}, DisableStreaming: true, NoUI: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apigw.Handler{H: h}, starts
+}
+
+func event(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "events", "apigateway", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return ev
+}
+
+func TestGatewayEvents(t *testing.T) {
+	h, starts := gateway(t)
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		event  string
+		edit   func(*events.APIGatewayV2HTTPRequest)
+		status int
+		check  func(t *testing.T, body string)
+	}{
+		{name: "health without a token", event: "healthz.json", status: 200},
+		{name: "an agent submits with verified claims", event: "submit-action.json", status: 202, check: func(t *testing.T, body string) {
+			var v httpapi.ActionView
+			json.Unmarshal([]byte(body), &v)
+			if v.SessionID != "ses_demo" || v.Origin != "agent-7" || len(*starts) != 1 {
+				t.Fatalf("submitted %s", body)
+			}
+		}},
+		{name: "the same submission with a base64 body replays", event: "submit-action.json", status: 202,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(ev.Body)), true
+			}},
+		{name: "a human of another session is refused", event: "approvals-other-session.json", status: 403},
+		{name: "events answer a JSON batch", event: "events-batch.json", status: 200, check: func(t *testing.T, body string) {
+			var b httpapi.EventBatch
+			json.Unmarshal([]byte(body), &b)
+			if len(b.Events) != 1 || b.Events[0].Type != "action.submitted" {
+				t.Fatalf("batch %s", body)
+			}
+		}},
+		{name: "a bearer header without verified claims is not enough", event: "events-batch.json", status: 401,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) { ev.RequestContext.Authorizer = nil }},
+		{name: "claims in headers are ignored", event: "events-batch.json", status: 401,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				ev.RequestContext.Authorizer = nil
+				ev.Headers["role"], ev.Headers["sid"], ev.Headers["sub"] = "admin", "ses_demo", "x"
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := event(t, c.event)
+			if c.edit != nil {
+				c.edit(&ev)
+			}
+			res, err := h.Handle(ctx, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != c.status || res.IsBase64Encoded || !strings.HasPrefix(res.Headers["Content-Type"], "application/json") {
+				t.Fatalf("%d %v %s", res.StatusCode, res.Headers, res.Body)
+			}
+			if c.check != nil {
+				c.check(t, res.Body)
+			}
+		})
+	}
+	if len(*starts) != 2 || (*starts)[0] != (*starts)[1] {
+		t.Fatalf("starts %v: the replay must start the same action", *starts)
+	}
+}
