@@ -31,7 +31,9 @@ func (allow) Decide(context.Context, actionflow.Action) (actionflow.Decision, er
 func (allow) Revalidate(context.Context, actionflow.Action, actionflow.Decision, actionflow.Approval) (actionflow.Decision, error) {
 	return actionflow.Decision{Permission: lifecycle.PermissionAllow}, nil
 }
-func (allow) ApprovalCompleted(context.Context, actionflow.Action, actionflow.Approval) error { return nil }
+func (allow) ApprovalCompleted(context.Context, actionflow.Action, actionflow.Approval) error {
+	return nil
+}
 
 type started []ids.ActionID
 
