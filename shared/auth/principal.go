@@ -25,12 +25,15 @@ const OriginHeader = "X-Lifecycle-Origin"
 const (
 	OriginAPI = "api"
 	OriginUI  = "ui"
+	OriginCLI = "cli"
 )
 
-// OriginOf reads the call's origin from its header ("ui" or "api").
+// OriginOf reads the call's origin from its header: "ui", "cli", or "api"
+// for anything else.
 func OriginOf(r *http.Request) string {
-	if strings.EqualFold(strings.TrimSpace(r.Header.Get(OriginHeader)), OriginUI) {
-		return OriginUI
+	switch o := strings.ToLower(strings.TrimSpace(r.Header.Get(OriginHeader))); o {
+	case OriginUI, OriginCLI:
+		return o
 	}
 	return OriginAPI
 }

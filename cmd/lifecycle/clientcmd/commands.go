@@ -1,0 +1,486 @@
+package clientcmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/apiclient"
+	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/hosttools"
+	"github.com/openprogram/lifecycle/shared/hostworker"
+	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
+)
+
+func tokenCmd(o *options) *cobra.Command {
+	var role, session, subject, stateDir string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Issue an API token for a local `lifecycle serve` (key under the state directory)",
+		Example: "  lifecycle token --role human --session ses_1\n" +
+			"  export LIFECYCLE_TOKEN=$(lifecycle token --role agent --session ses_1)",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			key, err := auth.LoadOrCreateKey(stateDir)
+			if err != nil {
+				return err
+			}
+			iss, err := auth.NewIssuer(key)
+			if err != nil {
+				return err
+			}
+			var tok string
+			if subject != "" {
+				tok, err = iss.IssueSubject(subject, role, ids.SessionID(session), ttl)
+			} else {
+				tok, err = iss.Issue(role, ids.SessionID(session), ttl)
+			}
+			if err != nil {
+				return err
+			}
+			return o.print(map[string]any{"token": tok, "role": role, "session": session, "expires_at": time.Now().Add(ttl).UTC()},
+				func(w io.Writer) { fmt.Fprintln(w, tok) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&role, "role", auth.RoleHuman, "agent, human or admin")
+	f.StringVar(&session, "session", "", "the session the token is scoped to (required except for admin)")
+	f.StringVar(&subject, "subject", "", "the principal's name (default <role>:<session>)")
+	f.StringVar(&stateDir, "state-dir", envOr("LIFECYCLE_STATE_DIR", DefaultStateDir), "state directory of `lifecycle serve` (env LIFECYCLE_STATE_DIR)")
+	f.DurationVar(&ttl, "ttl", 12*time.Hour, "lifetime")
+	return o.setup(cmd, false)
+}
+
+func submitCmd(o *options) *cobra.Command {
+	var tool, args, callID, execution, key string
+	var interactive bool
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:     "submit",
+		Short:   "Submit a tool call and optionally wait for its outcome",
+		Example: `  lifecycle submit --tool Bash --args '{"command":"ls"}' --wait 30s`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			session, err := o.sessionOf()
+			if err != nil {
+				return err
+			}
+			if callID == "" {
+				callID = ids.New("call")
+			}
+			if key == "" {
+				key = callID
+			}
+			body := httpapi.SubmitBody{Tool: tool, Arguments: json.RawMessage(args), ToolCallID: ids.ToolCallID(callID),
+				ExecutionID: ids.ExecutionID(execution), Interactive: &interactive}
+			v, _, err := c.Submit(cmd.Context(), apiclient.SubmitRequest{SessionID: session, IdempotencyKey: key, Body: body})
+			if err != nil {
+				return err
+			}
+			if wait > 0 {
+				if v, err = waitOutcome(cmd.Context(), c, v.ActionID, wait); err != nil {
+					return err
+				}
+			}
+			return o.print(v, func(w io.Writer) { printAction(w, v) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&tool, "tool", "", "tool name (required)")
+	f.StringVar(&args, "args", "{}", "arguments, a JSON object")
+	f.StringVar(&callID, "tool-call-id", "", "the model's tool call id (default: a new one)")
+	f.StringVar(&execution, "execution", "", "continue this execution (default: a new one)")
+	f.StringVar(&key, "idempotency-key", "", "idempotency key (default: the tool call id)")
+	f.BoolVar(&interactive, "interactive", true, "an owner can answer approvals")
+	f.DurationVar(&wait, "wait", 0, "wait up to this long for the outcome")
+	cmd.MarkFlagRequired("tool")
+	return o.setup(cmd, true)
+}
+
+// waitOutcome long-polls in steps of at most 30 s until the outcome is known.
+func waitOutcome(ctx context.Context, c *apiclient.Client, id ids.ActionID, total time.Duration) (httpapi.ActionView, error) {
+	deadline := time.Now().Add(total)
+	for {
+		step := min(time.Until(deadline), httpapi.DefaultMaxWait)
+		v, err := c.Action(ctx, id, max(step, 0))
+		if err != nil || v.Receipt != nil || time.Until(deadline) <= 0 {
+			return v, err
+		}
+	}
+}
+
+func showCmd(o *options) *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "show ACTION_ID",
+		Short: "Show an action: decision and reason, outcome, delivery, receipt",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			v, err := waitOutcome(cmd.Context(), c, ids.ActionID(args[0]), wait)
+			if err != nil {
+				return err
+			}
+			return o.print(v, func(w io.Writer) { printAction(w, v) })
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the outcome")
+	return o.setup(cmd, false)
+}
+
+func printAction(w io.Writer, v httpapi.ActionView) {
+	fprintf(w, "action      %s\n", v.ActionID)
+	fprintf(w, "execution   %s (session %s)\n", v.ExecutionID, v.SessionID)
+	fprintf(w, "tool        %s %s\n", v.Tool, short(string(v.Arguments), 100))
+	fprintf(w, "permission  %s", orDash(string(v.States.Permission)))
+	if v.Decision != nil {
+		fprintf(w, " (%s/%s", v.Decision.Reason.Source, v.Decision.Reason.Code)
+		if v.Decision.Reason.Detail != "" {
+			fprintf(w, ": %s", v.Decision.Reason.Detail)
+		}
+		fprintf(w, "; policy %s)", orDash(v.Decision.PolicyVersion))
+	}
+	fprintf(w, "\noutcome     %s\ndelivery    %s\n", orDash(string(v.States.Outcome)), v.States.Delivery)
+	if v.Approval != nil {
+		fprintf(w, "approval    %s %s\n", v.Approval.ApprovalID, v.Approval.Status)
+	}
+	if rc := v.Receipt; rc != nil {
+		if rc.ErrorCode != "" {
+			fprintf(w, "error       %s %s\n", rc.ErrorCode, short(rc.Error, 200))
+		}
+		if rc.Output != "" {
+			fprintf(w, "output\n%s", rc.Output)
+			if !strings.HasSuffix(rc.Output, "\n") {
+				fprintf(w, "\n")
+			}
+		}
+		if rc.Reconciliation != "" {
+			fprintf(w, "reconcile   %s\n", rc.Reconciliation)
+		}
+	}
+}
+
+func approvalsCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List the session's pending approvals",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			session, err := o.sessionOf()
+			if err != nil {
+				return err
+			}
+			aps, err := c.Approvals(cmd.Context(), session)
+			if err != nil {
+				return err
+			}
+			return o.print(aps, func(w io.Writer) {
+				if len(aps) == 0 {
+					fmt.Fprintln(w, "nothing is waiting for a decision")
+				}
+				for _, ap := range aps {
+					fprintf(w, "%s  %s %s\n    reason %s/%s, policy %s, %s\n", ap.ApprovalID, ap.Tool, short(string(ap.Arguments), 100),
+						ap.Reason.Source, ap.Reason.Code, ap.PolicyVersion, ago(ap.CreatedAt))
+				}
+			})
+		},
+	}
+	return o.setup(cmd, true)
+}
+
+func decideCmd(o *options, decision string) *cobra.Command {
+	var digest string
+	cmd := &cobra.Command{
+		Use:   decision + " APPROVAL_ID",
+		Short: strings.ToUpper(decision[:1]) + decision[1:] + " a pending approval (human owner)",
+		Long: "Without --digest the pending approval is looked up and its exact arguments digest is used;\n" +
+			"the decision is refused if the action's arguments are not the ones shown.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			id := ids.ApprovalID(args[0])
+			if digest == "" {
+				session, err := o.sessionOf()
+				if err != nil {
+					return err
+				}
+				aps, err := c.Approvals(cmd.Context(), session)
+				if err != nil {
+					return err
+				}
+				for _, ap := range aps {
+					if ap.ApprovalID == id {
+						digest = ap.ArgsDigest
+						if !o.json {
+							fprintf(o.out, "%s %s\n", ap.Tool, short(string(ap.Arguments), 200))
+						}
+					}
+				}
+				if digest == "" {
+					return fmt.Errorf("approval %s is not pending in session %s", id, session)
+				}
+			}
+			ap, err := c.Decide(cmd.Context(), id, decision, digest)
+			var ce *actionflow.ConflictError
+			if errors.As(err, &ce) {
+				return fmt.Errorf("%s: %s", ce.Code, ce.Msg)
+			}
+			if err != nil {
+				return err
+			}
+			return o.print(ap, func(w io.Writer) { fprintf(w, "%s %s\n", ap.ApprovalID, ap.Status) })
+		},
+	}
+	cmd.Flags().StringVar(&digest, "digest", "", "the action's args digest you decided on (default: looked up)")
+	return o.setup(cmd, true)
+}
+
+func commandCmd(o *options) *cobra.Command {
+	var typ, payload, commandID string
+	var expected int64
+	cmd := &cobra.Command{
+		Use:     "command EXECUTION_ID",
+		Short:   "Send a control command: pause, continue, step, steer, cancel, fork, retry",
+		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			id := ids.ExecutionID(args[0])
+			if expected < 0 {
+				ev, err := c.Execution(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				expected = ev.Execution.Version
+			}
+			if commandID == "" {
+				commandID = string(ids.NewCommandID())
+			}
+			body := httpapi.CommandBody{CommandID: ids.CommandID(commandID), Type: typ, ExpectedVersion: &expected}
+			if payload != "" {
+				body.Payload = json.RawMessage(payload)
+			}
+			res, err := c.Command(cmd.Context(), id, body)
+			if err != nil {
+				return err
+			}
+			return o.print(res, func(w io.Writer) {
+				fprintf(w, "%s %s %s (execution version %d)", res.CommandID, res.Type, res.Status, res.ExecutionVersion)
+				if res.Reason != "" {
+					fprintf(w, ": %s", res.Reason)
+				}
+				if res.ChildExecutionID != "" {
+					fprintf(w, "; child execution %s", res.ChildExecutionID)
+				}
+				fmt.Fprintln(w)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&typ, "type", "", "command type (required)")
+	f.StringVar(&payload, "payload", "", "payload, a JSON object")
+	f.StringVar(&commandID, "id", "", "command id (default: a new one; repeat it to repeat the command)")
+	f.Int64Var(&expected, "expected-version", -1, "the execution version you saw (default: read it now)")
+	cmd.MarkFlagRequired("type")
+	return o.setup(cmd, false)
+}
+
+func activityCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "activity",
+		Short: "Show the session's Activity: needs attention, in progress, history",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			session, err := o.sessionOf()
+			if err != nil {
+				return err
+			}
+			a, err := c.Activity(cmd.Context(), session)
+			if err != nil {
+				return err
+			}
+			return o.print(a, func(w io.Writer) {
+				for _, sec := range []struct {
+					name string
+					rows int
+				}{{"Needs attention", len(a.NeedsAttention)}, {"In progress", len(a.InProgress)}, {"History", len(a.History)}} {
+					fprintf(w, "%s (%d)\n", sec.name, sec.rows)
+					rows := a.NeedsAttention
+					switch sec.name {
+					case "In progress":
+						rows = a.InProgress
+					case "History":
+						rows = a.History
+					}
+					for _, r := range rows {
+						fprintf(w, "  %s · %s · %d execution(s)\n", r.Heading, r.Status, r.ExecutionCount)
+						for _, at := range r.Attention {
+							fprintf(w, "    %s: %s %s %s\n", at.Label, at.ExecutionID, at.ApprovalID, at.Detail)
+						}
+					}
+				}
+			})
+		},
+	}
+	return o.setup(cmd, true)
+}
+
+func tailCmd(o *options) *cobra.Command {
+	var after int64
+	cmd := &cobra.Command{
+		Use:   "tail",
+		Short: "Follow the session's events (resumes after a dropped connection)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			session, err := o.sessionOf()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return c.Follow(ctx, session, after, func(ev actionflow.Event) error {
+				return o.print(ev, func(w io.Writer) {
+					fprintf(w, "%6d %s %-20s %s %s\n", ev.Seq, ev.At.Local().Format("15:04:05"), ev.Type, orDash(string(ev.ActionID)), short(string(ev.Data), 120))
+				})
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&after, "after", 0, "start after this event position")
+	return o.setup(cmd, true)
+}
+
+func policyCmd(o *options) *cobra.Command {
+	var file string
+	var expected, window int64
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Show the session's policy, or replace it with --set FILE",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			session, err := o.sessionOf()
+			if err != nil {
+				return err
+			}
+			if file == "" {
+				d, err := c.Policy(cmd.Context(), session)
+				if err != nil {
+					return err
+				}
+				return o.print(d, func(w io.Writer) {
+					fprintf(w, "version %d, restart window %ds\n%s\n", d.Version, d.RestartWindowSeconds, d.Policy)
+				})
+			}
+			doc, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			if expected < 0 {
+				cur, err := c.Policy(cmd.Context(), session)
+				if err != nil {
+					return err
+				}
+				expected = cur.Version
+			}
+			body := httpapi.PolicyBody{ExpectedVersion: &expected, Policy: json.RawMessage(doc), RestartWindowSeconds: &window}
+			d, err := c.PutPolicy(cmd.Context(), session, body)
+			if err != nil {
+				return err
+			}
+			return o.print(d, func(w io.Writer) { fprintf(w, "policy version %d saved\n", d.Version) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "set", "", "replace the policy with this JSON document")
+	f.Int64Var(&expected, "expected-version", -1, "the version being replaced (default: the current one)")
+	f.Int64Var(&window, "restart-window", -1, "restart window in seconds: -1 unlimited, 0 disabled")
+	return o.setup(cmd, true)
+}
+
+func hostCmd(o *options) *cobra.Command {
+	var workspace, session string
+	var parallel int
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:   "host",
+		Short: "Run authorized host tasks (Bash, file tools) of the token's session in a workspace",
+		Long: "The host worker long-polls the API for authorized host tasks, claims each (the lifecycle records\n" +
+			"start evidence before the tool runs), runs it in --workspace and posts the result.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			abs, err := hostWorkspace(workspace)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			log.Info("host worker started", "api", o.api, "workspace", abs)
+			w := &hostworker.Worker{Host: apiclient.Host{Client: c, Session: ids.SessionID(session)},
+				Runner: hosttools.Runner{Workspace: abs}, Log: log, Poll: poll, Parallel: parallel}
+			return w.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workspace, "workspace", ".", "directory the tools run in")
+	f.StringVar(&session, "session", "", "with an admin token: only this session's tasks")
+	f.IntVar(&parallel, "parallel", 4, "tasks run at once")
+	f.DurationVar(&poll, "poll", 20*time.Second, "long-poll wait per listing")
+	return o.setup(cmd, false)
+}
+
+func hostWorkspace(dir string) (string, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("workspace %s is not a directory", dir)
+	}
+	return absPath(dir)
+}
