@@ -32,7 +32,9 @@ func (askAll) Decide(context.Context, actionflow.Action) (actionflow.Decision, e
 func (askAll) Revalidate(context.Context, actionflow.Action, actionflow.Decision, actionflow.Approval) (actionflow.Decision, error) {
 	return actionflow.Decision{Permission: lifecycle.PermissionAllow}, nil
 }
-func (askAll) ApprovalCompleted(context.Context, actionflow.Action, actionflow.Approval) error { return nil }
+func (askAll) ApprovalCompleted(context.Context, actionflow.Action, actionflow.Approval) error {
+	return nil
+}
 
 type noStart struct{}
 
