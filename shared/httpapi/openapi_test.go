@@ -217,3 +217,28 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDocumentIsValid validates api/openapi.yaml against the
+// OpenAPI 3.1 specification's own JSON Schema (testdata).
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "oas-3.1-schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("https://spec.openapis.org/oas/3.1/schema/2021-04-15", meta); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("https://spec.openapis.org/oas/3.1/schema/2021-04-15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := loadOpenAPI(t).doc
+	if err := s.Validate(any(doc)); err != nil {
+		t.Fatalf("api/openapi.yaml is not a valid OpenAPI 3.1 document:\n%v", err)
+	}
+}
