@@ -163,7 +163,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // stack is the API over the real SQLite store and actionflow.Service, with
 // the in-test state machine.
 type stack struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	svc     *actionflow.Service
 	st      *recordingStore
@@ -175,7 +175,7 @@ type stack struct {
 	client  *http.Client
 }
 
-func newStack(t *testing.T, opts ...func(*httpapi.Config)) *stack {
+func newStack(t testing.TB, opts ...func(*httpapi.Config)) *stack {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sq, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
@@ -239,7 +239,7 @@ type resp struct {
 	body   []byte
 }
 
-func (r resp) decode(t *testing.T, v any) {
+func (r resp) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
@@ -247,7 +247,7 @@ func (r resp) decode(t *testing.T, v any) {
 }
 
 // errorBody returns the error code and field of an error response.
-func (r resp) errorBody(t *testing.T) httpapi.ErrorDetail {
+func (r resp) errorBody(t testing.TB) httpapi.ErrorDetail {
 	t.Helper()
 	var eb httpapi.ErrorBody
 	r.decode(t, &eb)

@@ -47,7 +47,7 @@ var (
 	specErr  error
 )
 
-func loadOpenAPI(t *testing.T) *openAPI {
+func loadOpenAPI(t testing.TB) *openAPI {
 	t.Helper()
 	specOnce.Do(func() { spec, specErr = parseOpenAPI(specPath) })
 	if specErr != nil {
@@ -122,7 +122,7 @@ func (o *openAPI) operation(method, path string) (tpl string, op map[string]any)
 }
 
 // check fails the test when the response is not what the spec documents.
-func (o *openAPI) check(t *testing.T, method, path string, r resp) {
+func (o *openAPI) check(t testing.TB, method, path string, r resp) {
 	t.Helper()
 	tpl, op := o.operation(method, path)
 	if op == nil {
@@ -157,12 +157,12 @@ func (o *openAPI) check(t *testing.T, method, path string, r resp) {
 	o.validate(t, method+" "+tpl+" "+code, ptr, r.body)
 }
 
-func (o *openAPI) checkError(t *testing.T, method, path string, r resp) {
+func (o *openAPI) checkError(t testing.TB, method, path string, r resp) {
 	t.Helper()
 	o.validate(t, method+" "+path, "/components/schemas/Error", r.body)
 }
 
-func (o *openAPI) validate(t *testing.T, what, ptr string, body []byte) {
+func (o *openAPI) validate(t testing.TB, what, ptr string, body []byte) {
 	t.Helper()
 	s, err := o.schema(ptr)
 	if err != nil {
