@@ -22,7 +22,10 @@ func TestErrorOfMapsToLifecycleErrors(t *testing.T) {
 		{"403", 403, `{"error":{"code":"forbidden","message":"no"}}`,
 			func(err error) bool { var e *actionflow.ForbiddenError; return errors.As(err, &e) }},
 		{"404", 404, `{"error":{"code":"not_found","message":"action a not found"}}`,
-			func(err error) bool { var e *actionflow.NotFoundError; return errors.As(err, &e) && e.What == "action a" }},
+			func(err error) bool {
+				var e *actionflow.NotFoundError
+				return errors.As(err, &e) && e.What == "action a"
+			}},
 		{"409 keeps current", 409, `{"error":{"code":"already_decided","message":"m","current":{"status":"approved"}}}`,
 			func(err error) bool {
 				var e *actionflow.ConflictError
