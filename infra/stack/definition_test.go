@@ -22,9 +22,16 @@ func TestDefinitionDeployedAsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	placeholders := stack.Placeholders(string(file))
-	wantPlaceholders := []string{"ApprovalFunctionArn", "AuthorizeFunctionArn", "DispatchFunctionArn", "ProjectFunctionArn", "RecordFunctionArn"}
+	var wantPlaceholders []string
+	for p := range lifecycleSubstitutions {
+		wantPlaceholders = append(wantPlaceholders, p)
+	}
+	slices.Sort(wantPlaceholders)
 	if !slices.Equal(placeholders, wantPlaceholders) {
 		t.Errorf("the ASL file's placeholders are %v, want the five lifecycle functions %v", placeholders, wantPlaceholders)
+	}
+	if got := stack.SubstitutionFunctions(); !reflect.DeepEqual(got, lifecycleSubstitutions) {
+		t.Errorf("the stack fills placeholders with %v, want %v", got, lifecycleSubstitutions)
 	}
 	both(t, func(t *testing.T, s *synthesized) {
 		_, sm := s.only(t, "AWS::StepFunctions::StateMachine")
@@ -52,7 +59,7 @@ func TestDefinitionDeployedAsFile(t *testing.T) {
 		// to both the deployed string and the file.
 		resolved := map[string]string{}
 		byFunction := map[string]string{}
-		for placeholder, fnName := range stack.SubstitutionFunctions() {
+		for placeholder, fnName := range lifecycleSubstitutions {
 			id, _ := s.function(t, fnName)
 			byFunction["function:"+id] = fnName
 			if v, ok := subs[placeholder]; ok {
@@ -90,6 +97,16 @@ func TestDefinitionDeployedAsFile(t *testing.T) {
 			}
 		}
 	})
+}
+
+// lifecycleSubstitutions is the contract with the ASL file, spelled out
+// here rather than read from the package under test.
+var lifecycleSubstitutions = map[string]string{
+	"AuthorizeFunctionArn": stack.FnAuthorize,
+	"ApprovalFunctionArn":  stack.FnApproval,
+	"DispatchFunctionArn":  stack.FnDispatch,
+	"RecordFunctionArn":    stack.FnRecord,
+	"ProjectFunctionArn":   stack.FnProject,
 }
 
 // lambdaTargets collects FunctionName parameters and direct Task resources.

@@ -311,7 +311,7 @@ func TestStateMachineRole(t *testing.T) {
 		_, sm := s.only(t, "AWS::StepFunctions::StateMachine")
 		roleID := strings.TrimSuffix(strings.Trim(render(sm["RoleArn"]), "{}"), ".Arn")
 		expected := map[string]bool{}
-		for _, fnName := range stack.SubstitutionFunctions() {
+		for _, fnName := range lifecycleSubstitutions {
 			fnID, _ := s.function(t, fnName)
 			expected["lambda:InvokeFunction @ {"+fnID+".Arn}"] = true
 			expected["lambda:InvokeFunction @ {"+fnID+".Arn}:*"] = true
