@@ -36,10 +36,10 @@ func run() error {
 	defer jsii.Close()
 
 	props := &awscdk.AppProps{Context: &cdkContext}
-	// The CDK CLI runs the app from infra/ but passes CDK_OUTDIR relative to
-	// the directory it runs in, the repository root. The Node process
-	// already inherited that relative value when the CDK packages were
-	// initialized, so the absolute path goes in as a prop, which wins.
+	// A relative CDK_OUTDIR means relative to the repository root (where the
+	// CLI and cdk.json are), also when this runs as `go run .` in infra/.
+	// The Node process already inherited the raw value when the CDK packages
+	// were initialized, so the absolute path goes in as a prop, which wins.
 	if out := os.Getenv("CDK_OUTDIR"); out != "" {
 		if !filepath.IsAbs(out) {
 			out = filepath.Join(root, out)

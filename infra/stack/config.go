@@ -45,8 +45,7 @@ const (
 type Config struct {
 	// AssetDir holds one <name>.zip per function (output of `make build`).
 	// Relative paths here and in DefinitionFile are relative to the
-	// repository root, the directory of cdk.json, where the CDK CLI runs
-	// (see ResolvePaths).
+	// repository root, the directory of cdk.json (see ResolvePaths).
 	AssetDir string
 	// DefinitionFile is the ASL file: statemachines/action-lifecycle.asl.json.
 	DefinitionFile string
@@ -260,8 +259,8 @@ func isInferenceProfile(id string) bool {
 }
 
 // ResolvePaths makes AssetDir and DefinitionFile absolute against root (the
-// repository root): the CDK CLI runs the app from infra/ while every path a
-// user writes is relative to where cdk.json is.
+// repository root), so a path means the same whether the app runs under the
+// CDK CLI (from the root) or as `go run .` in infra/.
 func (c Config) ResolvePaths(root string) Config {
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
