@@ -65,9 +65,9 @@ type Config struct {
 	// deletion (log groups otherwise expire after a month) and turns DynamoDB deletion protection on. Turn it off only
 	// for throwaway dev stacks.
 	DeletionProtection bool
-	// ReservedConcurrency reserves per-function concurrency (171 in total).
-	// Accounts whose concurrency limit is below 271 (new accounts start at
-	// 10) cannot deploy with it; turn it off there.
+	// ReservedConcurrency reserves per-function concurrency (162 in total).
+	// Accounts whose concurrency limit is below 262 (new accounts may start
+	// at 10) cannot deploy with it; turn it off there.
 	ReservedConcurrency bool
 	// LogLevel is LIFECYCLE_LOG_LEVEL and the Lambda application log level.
 	LogLevel string

@@ -180,3 +180,47 @@ func TestSubstitute(t *testing.T) {
 		t.Errorf("missing substitution not reported: %v", err)
 	}
 }
+
+// TestFunctionTimeoutsFitTheDefinition: a Task that calls a function
+// directly and has TimeoutSeconds must outlive the function, so the state
+// machine always sees the function's own result or error rather than
+// States.Timeout while the function may still be running. The state's clock
+// starts before the function's, hence the margin.
+func TestFunctionTimeoutsFitTheDefinition(t *testing.T) {
+	const marginSeconds = 30
+	raw, err := os.ReadFile(definitionFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asl struct {
+		States map[string]struct {
+			Type           string  `json:"Type"`
+			Resource       string  `json:"Resource"`
+			TimeoutSeconds float64 `json:"TimeoutSeconds"`
+		} `json:"States"`
+	}
+	if err := json.Unmarshal(raw, &asl); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for name, st := range asl.States {
+		if st.Type != "Task" || st.TimeoutSeconds == 0 || !strings.HasPrefix(st.Resource, "${") {
+			continue
+		}
+		fnName, ok := lifecycleSubstitutions[strings.Trim(st.Resource, "${}")]
+		if !ok {
+			t.Errorf("state %s calls unknown %s", name, st.Resource)
+			continue
+		}
+		checked++
+		_, fn := defaults.function(t, fnName)
+		timeout, _ := fn["Timeout"].(float64)
+		if timeout+marginSeconds > st.TimeoutSeconds {
+			t.Errorf("state %s times out after %.0f s but the %s function may run %.0f s (need %d s margin)",
+				name, st.TimeoutSeconds, fnName, timeout, marginSeconds)
+		}
+	}
+	if checked == 0 {
+		t.Log("no direct function task with TimeoutSeconds in the definition")
+	}
+}

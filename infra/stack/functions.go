@@ -50,7 +50,7 @@ type functionSpec struct {
 	memoryMB       float64
 	// reserved is both a guarantee and a cap: it keeps a burst of one kind
 	// of work from starving the others and bounds what a runaway loop can
-	// spend. 171 in total, so the account needs a limit of at least 271
+	// spend. 162 in total, so the account needs a limit of at least 262
 	// (Lambda keeps 100 unreserved); see Config.ReservedConcurrency.
 	reserved float64
 }
@@ -63,9 +63,12 @@ var functionSpecs = map[string]functionSpec{
 	// Stores the task token on the approval item: one conditional write.
 	FnApproval: {name: FnApproval, timeoutSeconds: 10, memoryMB: 128, reserved: 10},
 	// Synchronous executors (lambda and http tools) run inside this
-	// invocation, so the timeout is the longest tool call we wait for.
+	// invocation, so the timeout is the longest tool call we wait for. It
+	// stays a minute under the ASL's DispatchSync TimeoutSeconds (900): the
+	// function must end (and report) before the state times out, or Step
+	// Functions moves on while the tool call may still be running.
 	// Host tools do not wait here: dispatch publishes them with a task token.
-	FnDispatch: {name: FnDispatch, timeoutSeconds: 300, memoryMB: 256, reserved: 50},
+	FnDispatch: {name: FnDispatch, timeoutSeconds: 840, memoryMB: 256, reserved: 50},
 	// Receipt put-once plus checkpoint CAS, and an S3 put for large results.
 	FnRecord: {name: FnRecord, timeoutSeconds: 30, memoryMB: 256, reserved: 20},
 	// Projection writes and one PutEvents.

@@ -58,15 +58,8 @@ func repoRoot() string {
 }
 
 // definitionFile is the ASL file the stack deploys.
-// TEMPORARY: until statemachines/action-lifecycle.asl.json lands on main,
-// the fixture under infra/testdata stands in for it.
 func definitionFile() string {
-	real := filepath.Join(repoRoot(), "statemachines", "action-lifecycle.asl.json")
-	if _, err := os.Stat(real); err == nil {
-		return real
-	}
-	fmt.Println("NOTE: statemachines/action-lifecycle.asl.json missing; using infra/testdata fixture")
-	return filepath.Join(repoRoot(), "infra", "testdata", "action-lifecycle.asl.json")
+	return filepath.Join(repoRoot(), "statemachines", "action-lifecycle.asl.json")
 }
 
 func TestMain(m *testing.M) {

@@ -83,7 +83,7 @@ type functionWant struct {
 var functionWants = map[string]functionWant{
 	stack.FnAuthorize: {timeout: 30, memory: 256, reserved: 20, extraEnv: []string{stack.EnvReviewer}},
 	stack.FnApproval:  {timeout: 10, memory: 128, reserved: 10},
-	stack.FnDispatch:  {timeout: 300, memory: 256, reserved: 50, extraEnv: []string{stack.EnvToolFunctionARNs}},
+	stack.FnDispatch:  {timeout: 840, memory: 256, reserved: 50, extraEnv: []string{stack.EnvToolFunctionARNs}},
 	stack.FnRecord:    {timeout: 30, memory: 256, reserved: 20},
 	stack.FnProject:   {timeout: 30, memory: 256, reserved: 20},
 	stack.FnAPI: {timeout: 29, memory: 256, reserved: 40,
@@ -95,6 +95,16 @@ func TestFunctions(t *testing.T) {
 	both(t, func(t *testing.T, s *synthesized) {
 		if got := len(s.resources("AWS::Lambda::Function")); got != len(stack.Functions) {
 			t.Errorf("want %d functions, got %d", len(stack.Functions), got)
+		}
+		total := 0.0
+		for _, r := range s.resources("AWS::Lambda::Function") {
+			n, _ := props(r)["ReservedConcurrentExecutions"].(float64)
+			total += n
+		}
+		// The documented account requirement (Config.ReservedConcurrency):
+		// 162 reserved + 100 Lambda keeps unreserved = a limit of 262.
+		if want := map[bool]float64{true: 162, false: 0}[s.cfg.ReservedConcurrency]; total != want {
+			t.Errorf("reserved concurrency totals %.0f, documented %.0f", total, want)
 		}
 		tableID, _ := s.only(t, "AWS::DynamoDB::Table")
 		bucketID, _ := s.only(t, "AWS::S3::Bucket")
