@@ -5,7 +5,9 @@
 #
 # For each NAME, ./functions/NAME is compiled to a static linux/arm64 binary
 # named `bootstrap` (the provided.al2023 entry point) and zipped alone to
-# $BUILD_DIR/NAME.zip (default build/). The zip is deterministic (fixed
+# $BUILD_DIR/NAME.zip (default build/). LIFECYCLE_GOARCH=amd64 builds x86_64
+# binaries instead, only for emulators on x86 hosts (deploy those with
+# -c lifecycle:architecture=x86_64; see localstack/README.md). The zip is deterministic (fixed
 # timestamp, no extra attributes), so an unchanged function keeps its CDK
 # asset hash and `cdk deploy` does not re-upload it.
 #
@@ -15,6 +17,7 @@ set -euo pipefail
 
 GO=${GO:-go}
 BUILD_DIR=${BUILD_DIR:-build}
+GOARCH_TARGET=${LIFECYCLE_GOARCH:-arm64}
 # 20 MB keeps every function far below Lambda's 50 MB direct-upload limit and
 # its cold start short; a Go handler is normally 5-10 MB zipped.
 MAX_ZIP_BYTES=${MAX_ZIP_BYTES:-$((20 * 1024 * 1024))}
@@ -26,6 +29,12 @@ die() {
 
 [ $# -gt 0 ] || die "usage: $0 FUNCTION... (e.g. authorize dispatch)"
 [ -f go.mod ] || die "run from the repository root (no go.mod in $(pwd))"
+# e_machine of the ELF header (offset 18, little endian) for each target.
+case "$GOARCH_TARGET" in
+arm64) want_machine=b700 ;;
+amd64) want_machine=3e00 ;;
+*) die "LIFECYCLE_GOARCH must be arm64 or amd64, not $GOARCH_TARGET" ;;
+esac
 
 missing=()
 for fn in "$@"; do
@@ -64,13 +73,12 @@ for fn in "$@"; do
 	mkdir -p "$work"
 	# lambda.norpc: provided.al2023 speaks the Runtime API only, so the
 	# legacy net/rpc server of aws-lambda-go is dead weight.
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 "$GO" build \
+	GOOS=linux GOARCH=$GOARCH_TARGET CGO_ENABLED=0 "$GO" build \
 		-tags lambda.norpc -trimpath -ldflags "-s -w" \
 		-o "$work/bootstrap" "./functions/$fn" ||
 		die "go build ./functions/$fn failed"
-	# e_machine (offset 18, little endian) is 0xb7 for AArch64.
 	machine=$(od -An -tx1 -j18 -N2 "$work/bootstrap" | tr -d ' \n')
-	[ "$machine" = "b700" ] || die "$fn: bootstrap is not an arm64 ELF (e_machine $machine)"
+	[ "$machine" = "$want_machine" ] || die "$fn: bootstrap is not a linux/$GOARCH_TARGET ELF (e_machine $machine)"
 	chmod 0755 "$work/bootstrap"
 	touch -t 198001010000 "$work/bootstrap"
 	zip_bootstrap "$work" "$abs_build/$fn.zip" || die "zip $fn failed"
@@ -78,5 +86,5 @@ for fn in "$@"; do
 	size=$(wc -c <"$abs_build/$fn.zip" | tr -d ' ')
 	[ "$size" -lt "$MAX_ZIP_BYTES" ] ||
 		die "$fn.zip is $size bytes, over the $MAX_ZIP_BYTES-byte budget"
-	printf '%-10s %s  %8d bytes\n' "$fn" "$BUILD_DIR/$fn.zip" "$size"
+	printf '%-10s %s  %8d bytes  linux/%s\n' "$fn" "$BUILD_DIR/$fn.zip" "$size" "$GOARCH_TARGET"
 done

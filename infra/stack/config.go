@@ -28,11 +28,21 @@ const (
 	CtxAlarmTopicARN       = "lifecycle:alarmTopicArn"
 	CtxAPIRateLimit        = "lifecycle:apiRateLimit"
 	CtxAPIBurstLimit       = "lifecycle:apiBurstLimit"
+	CtxArchitecture        = "lifecycle:architecture"
 )
 
 // EnvAssetDir names the directory holding <function>.zip when the context
 // key is not set; tests and `make synth` use it.
 const EnvAssetDir = "LIFECYCLE_ASSET_DIR"
+
+// Lambda architectures (lifecycle:architecture). arm64 is what AWS runs;
+// x86_64 exists for emulators on x86 hosts that cannot run arm64 images
+// (see localstack/README.md). The zips must be built to match
+// (LIFECYCLE_GOARCH=amd64 make build).
+const (
+	ArchARM64  = "arm64"
+	ArchX86_64 = "x86_64"
+)
 
 // Reviewer values for LIFECYCLE_REVIEWER.
 const (
@@ -78,6 +88,8 @@ type Config struct {
 	// APIRateLimit and APIBurstLimit throttle the HTTP API's default route.
 	APIRateLimit  float64
 	APIBurstLimit float64
+	// Architecture of every function: ArchARM64 or ArchX86_64.
+	Architecture string
 }
 
 // DefaultConfig is what a deploy gets without any context.
@@ -92,6 +104,7 @@ func DefaultConfig() Config {
 		BlobRetentionDays:   90,
 		APIRateLimit:        50,
 		APIBurstLimit:       100,
+		Architecture:        ArchARM64,
 	}
 }
 
@@ -156,6 +169,7 @@ func FromContext(lookup func(key string) any) (Config, error) {
 	str(CtxBedrockModelID, &c.BedrockModelID)
 	str(CtxLogLevel, &c.LogLevel)
 	str(CtxAlarmTopicARN, &c.AlarmTopicARN)
+	str(CtxArchitecture, &c.Architecture)
 	if v := lookup(CtxToolFunctionARNs); v != nil {
 		c.ToolFunctionARNs = splitList(v)
 	}
@@ -238,6 +252,9 @@ func (c Config) Validate() error {
 	}
 	if c.APIRateLimit <= 0 || c.APIBurstLimit <= 0 {
 		errs = append(errs, fmt.Sprintf("%s and %s must be positive", CtxAPIRateLimit, CtxAPIBurstLimit))
+	}
+	if c.Architecture != ArchARM64 && c.Architecture != ArchX86_64 {
+		errs = append(errs, fmt.Sprintf("%s: want %q or %q, got %q", CtxArchitecture, ArchARM64, ArchX86_64, c.Architecture))
 	}
 	if c.AlarmTopicARN != "" && !strings.HasPrefix(c.AlarmTopicARN, "arn:") {
 		errs = append(errs, fmt.Sprintf("%s: %q is not an ARN", CtxAlarmTopicARN, c.AlarmTopicARN))

@@ -20,7 +20,7 @@ func TestFromContext(t *testing.T) {
 	}{
 		{name: "defaults", ctx: map[string]any{}, check: func(t *testing.T, c stack.Config) {
 			if c.AssetDir != "build" || c.Reviewer != stack.ReviewerBuiltin || !c.DeletionProtection || !c.ReservedConcurrency ||
-				c.LogLevel != "info" || c.BlobRetentionDays != 90 || len(c.ToolFunctionARNs) != 0 {
+				c.LogLevel != "info" || c.BlobRetentionDays != 90 || len(c.ToolFunctionARNs) != 0 || c.Architecture != stack.ArchARM64 {
 				t.Errorf("got %+v", c)
 			}
 		}},
@@ -64,6 +64,12 @@ func TestFromContext(t *testing.T) {
 		{name: "bad number", ctx: map[string]any{stack.CtxBlobRetentionDays: "forever"}, wantErr: "want a number"},
 		{name: "zero retention", ctx: map[string]any{stack.CtxBlobRetentionDays: 0.0}, wantErr: "must be positive"},
 		{name: "bad log level", ctx: map[string]any{stack.CtxLogLevel: "trace"}, wantErr: "want debug, info, warn or error"},
+		{name: "x86_64 for emulators", ctx: map[string]any{stack.CtxArchitecture: "x86_64"}, check: func(t *testing.T, c stack.Config) {
+			if c.Architecture != stack.ArchX86_64 {
+				t.Errorf("architecture %q", c.Architecture)
+			}
+		}},
+		{name: "unknown architecture", ctx: map[string]any{stack.CtxArchitecture: "amd64"}, wantErr: `want "arm64" or "x86_64"`},
 		{name: "alarm topic not an ARN", ctx: map[string]any{stack.CtxAlarmTopicARN: "alarms"}, wantErr: "not an ARN"},
 	}
 	for _, c := range cases {

@@ -138,7 +138,7 @@ func newFunction(scope constructs.Construct, cfg Config, spec functionSpec, env 
 	props := &awslambda.FunctionProps{
 		Description:  jsii.String(FunctionDescription(spec.name)),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture: awslambda.Architecture_ARM_64(),
+		Architecture: architecture(cfg.Architecture),
 		Handler:      jsii.String("bootstrap"),
 		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.AssetDir, spec.name+".zip")), nil),
 		Role:         role,
@@ -161,6 +161,13 @@ func newFunction(scope constructs.Construct, cfg Config, spec functionSpec, env 
 	}
 	fn := awslambda.NewFunction(scope, jsii.String(id+"Function"), props)
 	return lambdaFunction{fn: fn, role: role}
+}
+
+func architecture(name string) awslambda.Architecture {
+	if name == ArchX86_64 {
+		return awslambda.Architecture_X86_64()
+	}
+	return awslambda.Architecture_ARM_64()
 }
 
 func applicationLogLevel(level string) awslambda.ApplicationLogLevel {

@@ -25,7 +25,8 @@ import (
 //   - defaults: exactly the configuration cdk.json deploys (builtin reviewer,
 //     no tool functions, deletion protection and reserved concurrency on);
 //   - variant: every optional branch taken (Bedrock reviewer, tool
-//     functions, protection and reserved concurrency off, alarm topic).
+//     functions, protection and reserved concurrency off, alarm topic,
+//     x86_64 functions).
 var (
 	defaults *synthesized
 	variant  *synthesized
@@ -110,6 +111,7 @@ func synthAll(m *testing.M) (int, error) {
 	alt.JWTIssuer = "https://issuer.example.com/pool"
 	alt.JWTAudience = "client-a,client-b"
 	alt.LogLevel = "debug"
+	alt.Architecture = stack.ArchX86_64
 
 	stacks := []*synthesized{{name: "Defaults", cfg: base}, {name: "Variant", cfg: alt}}
 	for _, s := range stacks {

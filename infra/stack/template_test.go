@@ -122,7 +122,7 @@ func TestFunctions(t *testing.T) {
 					s.tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 						"Description":                  stack.FunctionDescription(name),
 						"Runtime":                      "provided.al2023",
-						"Architectures":                []any{"arm64"},
+						"Architectures":                []any{s.cfg.Architecture},
 						"Handler":                      "bootstrap",
 						"Timeout":                      want.timeout,
 						"MemorySize":                   want.memory,
@@ -170,6 +170,12 @@ func TestFunctions(t *testing.T) {
 			})
 		}
 	})
+}
+
+func TestDeployedArchitectureIsARM64(t *testing.T) {
+	if defaults.cfg.Architecture != stack.ArchARM64 {
+		t.Errorf("cdk.json deploys %s functions; AWS runs arm64 (x86_64 is only for emulators)", defaults.cfg.Architecture)
+	}
 }
 
 // TestFunctionCode proves each function deploys its own build/<name>.zip:
