@@ -1,0 +1,293 @@
+package permission
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/openprogram/lifecycle/shared/permission/bashscan"
+)
+
+// bashEval is the analysis of a Bash call.
+type bashEval struct {
+	prog *bashscan.Program
+	err  error // *bashscan.TooLargeError or *bashscan.SyntaxError
+}
+
+// hit is a rule that matches a call.
+type hit struct {
+	rule Rule
+	// what is the command or path the rule matched.
+	what string
+	// possible: the call might match (computed or unanalysable input), it
+	// was not shown to match.
+	possible bool
+}
+
+// matchConservative finds the first rule that matches the call or might
+// match it. Deny-like lists (hard constraints, restrictions, deny, ask)
+// use it: when input cannot be shown not to match, it matches.
+func (x *evalCtx) matchConservative(rules []Rule) (hit, bool) {
+	if x.view.fam == famBash {
+		return x.matchBashConservative(rules)
+	}
+	for _, r := range rules {
+		if !r.AppliesTo(x.req.Call.Tool) {
+			continue
+		}
+		switch r.kind {
+		case kindWhole, kindMCP:
+			return hit{rule: r, what: x.req.Call.Tool}, true
+		case kindPath:
+			pat, _ := x.scope.rulePattern(r.path) // placeable: checked in prepare
+			for _, p := range x.view.paths {
+				abs, ok := x.scope.Resolve(p)
+				if !ok {
+					return hit{rule: r, what: p, possible: true}, true
+				}
+				if pathMatch(pat, abs, true) {
+					return hit{rule: r, what: abs}, true
+				}
+			}
+		case kindDomain:
+			if hostMatch(r, x.view.host, true) {
+				return hit{rule: r, what: x.view.host}, true
+			}
+		}
+	}
+	return hit{}, false
+}
+
+func hostMatch(r Rule, host string, conservative bool) bool {
+	if host == "" {
+		return false
+	}
+	sub := strings.HasSuffix(host, "."+r.domain)
+	if r.domainWildcard {
+		return sub || (conservative && host == r.domain)
+	}
+	return host == r.domain || (conservative && sub)
+}
+
+func (x *evalCtx) matchBashConservative(rules []Rule) (hit, bool) {
+	b := x.bash
+	for _, r := range rules {
+		if r.kind == kindWhole && r.AppliesTo("Bash") {
+			return hit{rule: r, what: "Bash"}, true
+		}
+	}
+	if b.err != nil {
+		// Nothing of the input can be shown not to match a scoped rule.
+		for _, r := range rules {
+			if (r.kind == kindBash) || r.appliesToBashPath(bashscan.AccessReadWrite) {
+				return hit{rule: r, what: "the whole command", possible: true}, true
+			}
+		}
+		return hit{}, false
+	}
+	for i := range b.prog.Commands {
+		c := &b.prog.Commands[i]
+		forms := c.Forms()
+		for _, r := range rules {
+			if r.kind != kindBash {
+				continue
+			}
+			for _, f := range forms {
+				for _, alt := range r.bash {
+					if bashscan.Intersect(alt, f) {
+						return hit{rule: r, what: c.Text(), possible: f.HasWild()}, true
+					}
+				}
+			}
+		}
+	}
+	for _, ref := range b.prog.PathRefs() {
+		for _, r := range rules {
+			if !r.appliesToBashPath(ref.Access) {
+				continue
+			}
+			pat, _ := x.scope.rulePattern(r.path)
+			cands, exact := x.scope.BashPath(b.prog, ref.Path)
+			if len(cands) == 0 {
+				return hit{rule: r, what: ref.Path.Text + " (" + ref.Source + ")", possible: true}, true
+			}
+			for _, cand := range cands {
+				if ref.Path.Glob && mayMatchUnder(pat, cand) || !ref.Path.Glob && pathMatch(pat, cand, true) {
+					return hit{rule: r, what: ref.Path.Text + " (" + ref.Source + ")", possible: !exact}, true
+				}
+			}
+		}
+	}
+	return hit{}, false
+}
+
+// matchAllow finds the allow rule that allows the call exactly. For Bash,
+// every command of the program must be allowed (by a rule or because it
+// has no effect of its own) and every redirection must stay in the project
+// scope or be allowed by a Read/Edit rule; ok is false otherwise, with why.
+func (x *evalCtx) matchAllow(rules []Rule) (hit, bool, string) {
+	if x.view.fam == famBash {
+		return x.matchBashAllow(rules)
+	}
+	for _, r := range rules {
+		if !r.AppliesTo(x.req.Call.Tool) {
+			continue
+		}
+		switch r.kind {
+		case kindWhole, kindMCP:
+			return hit{rule: r, what: x.req.Call.Tool}, true, ""
+		case kindPath:
+			pat, _ := x.scope.rulePattern(r.path)
+			all := len(x.view.paths) > 0
+			for _, p := range x.view.paths {
+				abs, ok := x.scope.Resolve(p)
+				if !ok || !pathMatch(pat, abs, false) {
+					all = false
+					break
+				}
+			}
+			if all {
+				return hit{rule: r, what: strings.Join(x.view.paths, ", ")}, true, ""
+			}
+		case kindDomain:
+			if hostMatch(r, x.view.host, false) {
+				return hit{rule: r, what: x.view.host}, true, ""
+			}
+		}
+	}
+	return hit{}, false, "no allow rule matches"
+}
+
+func (x *evalCtx) matchBashAllow(rules []Rule) (hit, bool, string) {
+	prog := x.bash.prog
+	var used []string
+	var first Rule
+	note := func(r Rule) {
+		if len(used) == 0 {
+			first = r
+		}
+		if !contains(used, r.Text) {
+			used = append(used, r.Text)
+		}
+	}
+	for i := range prog.Commands {
+		c := &prog.Commands[i]
+		if effectless(c) {
+			continue
+		}
+		if !c.Static() {
+			return hit{}, false, fmt.Sprintf("%q is computed at run time, so no allow rule can match it", c.Text())
+		}
+		text := bashscan.Literal(c.Text())
+		found := false
+		for _, r := range rules {
+			if !r.AppliesTo("Bash") {
+				continue
+			}
+			if r.kind == kindWhole {
+				note(r)
+				found = true
+				break
+			}
+			if r.kind != kindBash {
+				continue
+			}
+			for _, alt := range r.bash {
+				if bashscan.Intersect(alt, text) {
+					note(r)
+					found = true
+					break
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return hit{}, false, fmt.Sprintf("no allow rule matches %q", c.Text())
+		}
+	}
+	for _, red := range prog.Redirects {
+		if ok, why := x.redirectAllowed(red, rules); !ok {
+			return hit{}, false, why
+		}
+	}
+	if len(used) == 0 {
+		return hit{}, false, "no allow rule matches"
+	}
+	h := hit{rule: first, what: prog.Source}
+	if len(used) > 1 {
+		h.rule.Text = strings.Join(used, " + ")
+	}
+	return h, true, ""
+}
+
+// effectless: commands that are allowed when every command they run is:
+// scripts handed to a shell and calls of the program's own functions (their
+// commands are judged one by one), static [[ ]] / (( )) clauses, and
+// static assignments and declarations of ordinary variables.
+func effectless(c *bashscan.Command) bool {
+	if !c.Static() {
+		return false
+	}
+	switch c.Kind {
+	case bashscan.KindTest, bashscan.KindArith, bashscan.KindFuncCall:
+		return true
+	case bashscan.KindAssign, bashscan.KindDecl:
+		for _, a := range c.Assigns {
+			if bashscan.SensitiveAssignment(a) {
+				return false
+			}
+		}
+		return true
+	}
+	return c.Script && len(c.Assigns) == 0
+}
+
+func (x *evalCtx) redirectAllowed(red bashscan.Redirect, rules []Rule) (bool, string) {
+	t := red.Target
+	if t.Static && bashscan.HarmlessDevice(t.Text) {
+		return true, ""
+	}
+	cands, exact := x.scope.BashPath(x.bash.prog, t)
+	if !exact {
+		return false, fmt.Sprintf("redirection %s %s: the path cannot be known before run time", red.Op, t.Text)
+	}
+	abs := cands[0]
+	if x.scope.Contains(abs) {
+		return true, ""
+	}
+	for _, r := range rules {
+		if r.kind == kindWhole && (r.Tool == "Edit" && red.Access.Writes() || r.Tool == "Read" && !red.Access.Writes()) {
+			return true, ""
+		}
+		if !r.appliesToBashPath(red.Access) {
+			continue
+		}
+		if red.Access == bashscan.AccessReadWrite && r.Tool != "Edit" {
+			continue
+		}
+		if pat, ok := x.scope.rulePattern(r.path); ok && pathMatch(pat, abs, false) {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("redirection %s %s is outside the project scope", red.Op, abs)
+}
+
+// unanalysable explains why a Bash call cannot be reviewed at all.
+func (b *bashEval) unanalysable() (Code, string, bool) {
+	var tl *bashscan.TooLargeError
+	var se *bashscan.SyntaxError
+	switch {
+	case errors.As(b.err, &tl):
+		return CodeOversized, tl.Error() + "; split it into smaller commands", true
+	case errors.As(b.err, &se):
+		return CodeUnparseable, se.Error(), true
+	case b.err != nil:
+		return CodeUnparseable, b.err.Error(), true
+	}
+	if c, ok := b.prog.Opaque(); ok {
+		return CodeOpaque, fmt.Sprintf("%q: %s", c.Text(), c.OpaqueReason), true
+	}
+	return "", "", false
+}
