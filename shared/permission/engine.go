@@ -197,6 +197,10 @@ func (e *Engine) evaluate(x *evalCtx) result {
 		return result{outDeny, Reason{Source: SourceVisibility, Code: CodeToolHidden, Rule: r.Text,
 			Detail: fmt.Sprintf("%s is not available: the whole tool is denied by %s %s", tool, src, r.Text)}}
 	}
+	// A rule that might match (computed or unanalysable input) is held
+	// back: a definite denial found later still wins, and otherwise a person
+	// decides with the rule named; such input is never allowed.
+	var unverified *Reason
 	denyLists := []struct {
 		rules []Rule
 		src   Source
@@ -205,18 +209,31 @@ func (e *Engine) evaluate(x *evalCtx) result {
 		{pol.HardConstraints, SourceHardConstraint, CodeHardConstraint},
 		{e.protected, SourceHardConstraint, CodeProtectedPath},
 		{pol.Restrictions, SourceRestriction, CodeRestriction},
+		{nil, SourceMode, CodePlanMode}, // plan mode, in its place
+		{pol.Deny, SourceDenyRule, CodeDenyRule},
 	}
 	for _, l := range denyLists {
-		if h, ok := x.matchConservative(l.rules); ok {
-			return result{outDeny, denyReason(l.src, l.code, h)}
+		if l.code == CodePlanMode {
+			if pol.Mode == ModePlan && !x.readOnly() {
+				return result{outDeny, Reason{Source: SourceMode, Code: CodePlanMode,
+					Detail: "plan mode allows only read-only operations; this call may change something"}}
+			}
+			continue
+		}
+		h, ok := x.matchConservative(l.rules)
+		if !ok {
+			continue
+		}
+		r := denyReason(l.src, l.code, h)
+		if !h.possible {
+			return result{outDeny, r}
+		}
+		if unverified == nil {
+			unverified = &r
 		}
 	}
-	if pol.Mode == ModePlan && !x.readOnly() {
-		return result{outDeny, Reason{Source: SourceMode, Code: CodePlanMode,
-			Detail: "plan mode allows only read-only operations; this call may change something"}}
-	}
-	if h, ok := x.matchConservative(pol.Deny); ok {
-		return result{outDeny, denyReason(SourceDenyRule, CodeDenyRule, h)}
+	if unverified != nil {
+		return result{outHuman, *unverified}
 	}
 	for _, g := range pol.Grants {
 		if g.Covers(tool, x.digest, pol.Version) {
@@ -248,7 +265,7 @@ func (e *Engine) evaluate(x *evalCtx) result {
 func denyReason(src Source, code Code, h hit) Reason {
 	if h.possible {
 		return Reason{Source: src, Code: CodeUnverifiable, Rule: h.rule.Text, Command: h.what,
-			Detail: fmt.Sprintf("%s may match %s %s and cannot be shown not to (it is computed at run time or cannot be analysed); rewrite it with literal values", h.what, src, h.rule.Text)}
+			Detail: fmt.Sprintf("%s is computed at run time and may match %s %s; only a person can approve it (or rewrite it with literal values)", h.what, src, h.rule.Text)}
 	}
 	return Reason{Source: src, Code: code, Rule: h.rule.Text, Command: h.what,
 		Detail: fmt.Sprintf("%s is denied by %s %s", h.what, src, h.rule.Text)}

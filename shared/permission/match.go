@@ -24,35 +24,60 @@ type hit struct {
 	possible bool
 }
 
-// matchConservative finds the first rule that matches the call or might
-// match it. Deny-like lists (hard constraints, restrictions, deny, ask)
-// use it: when input cannot be shown not to match, it matches.
+// matchConservative finds a rule that matches the call, or failing that
+// one that might match it (computed input: hit.possible). Deny-like lists
+// (hard constraints, restrictions, deny, ask) use it: input that cannot be
+// shown not to match is never allowed.
 func (x *evalCtx) matchConservative(rules []Rule) (hit, bool) {
-	if x.view.fam == famBash {
-		return x.matchBashConservative(rules)
-	}
+	var possible *hit
 	for _, r := range rules {
-		if !r.AppliesTo(x.req.Call.Tool) {
+		h, ok := x.matchRule(r)
+		if !ok {
 			continue
 		}
-		switch r.kind {
-		case kindWhole, kindMCP:
-			return hit{rule: r, what: x.req.Call.Tool}, true
-		case kindPath:
-			pat, _ := x.scope.rulePattern(r.path) // placeable: checked in prepare
-			for _, p := range x.view.paths {
-				abs, ok := x.scope.Resolve(p)
-				if !ok {
-					return hit{rule: r, what: p, possible: true}, true
-				}
-				if pathMatch(pat, abs, true) {
-					return hit{rule: r, what: abs}, true
-				}
+		if !h.possible {
+			return h, true
+		}
+		if possible == nil {
+			possible = &h
+		}
+	}
+	if possible != nil {
+		return *possible, true
+	}
+	return hit{}, false
+}
+
+// matchRule matches one rule conservatively.
+func (x *evalCtx) matchRule(r Rule) (hit, bool) {
+	if x.view.fam == famBash {
+		return x.matchBashRule(r)
+	}
+	if !r.AppliesTo(x.req.Call.Tool) {
+		return hit{}, false
+	}
+	switch r.kind {
+	case kindWhole, kindMCP:
+		return hit{rule: r, what: x.req.Call.Tool}, true
+	case kindPath:
+		pat, _ := x.scope.rulePattern(r.path) // placeable: checked in prepare
+		var possible *hit
+		for _, p := range x.view.paths {
+			abs, ok := x.scope.Resolve(p)
+			if !ok {
+				possible = &hit{rule: r, what: p, possible: true}
+				continue
 			}
-		case kindDomain:
-			if hostMatch(r, x.view.host, true) {
-				return hit{rule: r, what: x.view.host}, true
+			if pathMatch(pat, abs, true) {
+				return hit{rule: r, what: abs}, true
 			}
+		}
+		if possible != nil {
+			return *possible, true
+		}
+	case kindDomain:
+		if hostMatch(r, x.view.host, true) {
+			return hit{rule: r, what: x.view.host}, true
 		}
 	}
 	return hit{}, false
@@ -69,54 +94,63 @@ func hostMatch(r Rule, host string, conservative bool) bool {
 	return host == r.domain || (conservative && sub)
 }
 
-func (x *evalCtx) matchBashConservative(rules []Rule) (hit, bool) {
+// matchBashRule matches one rule against every command and path of a Bash
+// program. Input that could not be analysed matches only whole-tool rules:
+// the caller asks a person about it (SourceAnalysis).
+func (x *evalCtx) matchBashRule(r Rule) (hit, bool) {
 	b := x.bash
-	for _, r := range rules {
-		if r.kind == kindWhole && r.AppliesTo("Bash") {
-			return hit{rule: r, what: "Bash"}, true
-		}
+	if r.kind == kindWhole && r.AppliesTo("Bash") {
+		return hit{rule: r, what: "Bash"}, true
 	}
 	if b.err != nil {
-		// Nothing of the input can be shown not to match a scoped rule.
-		for _, r := range rules {
-			if (r.kind == kindBash) || r.appliesToBashPath(bashscan.AccessReadWrite) {
-				return hit{rule: r, what: "the whole command", possible: true}, true
-			}
-		}
 		return hit{}, false
 	}
-	for i := range b.prog.Commands {
-		c := &b.prog.Commands[i]
-		forms := c.Forms()
-		for _, r := range rules {
-			if r.kind != kindBash {
-				continue
-			}
-			for _, f := range forms {
+	var possible *hit
+	if r.kind == kindBash {
+		for i := range b.prog.Commands {
+			c := &b.prog.Commands[i]
+			for _, f := range c.Forms() {
 				for _, alt := range r.bash {
-					if bashscan.Intersect(alt, f) {
-						return hit{rule: r, what: c.Text(), possible: f.HasWild()}, true
+					if !bashscan.Intersect(alt, f) {
+						continue
+					}
+					h := hit{rule: r, what: c.Text(), possible: f.HasWild()}
+					if !h.possible {
+						return h, true
+					}
+					if possible == nil {
+						possible = &h
 					}
 				}
 			}
 		}
 	}
-	for _, ref := range b.prog.PathRefs() {
-		for _, r := range rules {
+	if r.kind == kindPath {
+		pat, _ := x.scope.rulePattern(r.path)
+		for _, ref := range b.prog.PathRefs() {
 			if !r.appliesToBashPath(ref.Access) {
 				continue
 			}
-			pat, _ := x.scope.rulePattern(r.path)
+			what := ref.Path.Text + " (" + ref.Source + ")"
 			cands, exact := x.scope.BashPath(b.prog, ref.Path)
-			if len(cands) == 0 {
-				return hit{rule: r, what: ref.Path.Text + " (" + ref.Source + ")", possible: true}, true
+			if len(cands) == 0 && possible == nil {
+				possible = &hit{rule: r, what: what, possible: true}
 			}
 			for _, cand := range cands {
 				if ref.Path.Glob && mayMatchUnder(pat, cand) || !ref.Path.Glob && pathMatch(pat, cand, true) {
-					return hit{rule: r, what: ref.Path.Text + " (" + ref.Source + ")", possible: !exact}, true
+					h := hit{rule: r, what: what, possible: !exact}
+					if !h.possible {
+						return h, true
+					}
+					if possible == nil {
+						possible = &h
+					}
 				}
 			}
 		}
+	}
+	if possible != nil {
+		return *possible, true
 	}
 	return hit{}, false
 }

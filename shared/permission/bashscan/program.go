@@ -160,9 +160,15 @@ func (c *Command) Static() bool {
 
 // Text is the command as the rules see it: assignments and words, quotes
 // removed, joined by single spaces (source text for computed words).
-func (c *Command) Text() string {
-	words := append(append([]Word{}, c.Assigns...), c.Args...)
-	return JoinText(words)
+func (c *Command) Text() string { return JoinText(c.words()) }
+
+// words are the command's words in source order: assignments first, except
+// for declarations (export A=1), whose name comes first.
+func (c *Command) words() []Word {
+	if c.Kind == KindDecl {
+		return append(append([]Word{}, c.Args...), c.Assigns...)
+	}
+	return append(append([]Word{}, c.Assigns...), c.Args...)
 }
 
 // Forms are the patterns a rule is checked against to find a possible match:
@@ -189,7 +195,7 @@ func (c *Command) Forms() []Pattern {
 		}
 	}
 	if len(c.Assigns) > 0 {
-		push(wordsPattern(append(append([]Word{}, c.Assigns...), c.Args...)))
+		push(wordsPattern(c.words()))
 	}
 	for _, iv := range c.Invocations {
 		if !iv.Script {

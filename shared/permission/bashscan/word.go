@@ -133,9 +133,17 @@ func unquotedLit(v string, text *strings.Builder, w *Word) {
 		case '*', '?':
 			w.Glob = true
 			w.Pattern = appendWild(w.Pattern)
-		case '[', '{':
-			// A bracket expression or a brace expansion: the rest of this
-			// literal may expand to anything (an over-approximation).
+		case '[':
+			// A bracket expression: the rest of this literal may expand to
+			// anything (an over-approximation).
+			w.Glob = true
+			globbing = true
+			w.Pattern = appendWild(w.Pattern)
+		case '{':
+			if !braceExpansion(rs[i+1:]) {
+				w.Pattern = append(w.Pattern, r)
+				continue
+			}
 			w.Glob = true
 			globbing = true
 			w.Pattern = appendWild(w.Pattern)
@@ -143,6 +151,27 @@ func unquotedLit(v string, text *strings.Builder, w *Word) {
 			w.Pattern = append(w.Pattern, r)
 		}
 	}
+}
+
+// braceExpansion reports whether the text after a '{' forms a brace
+// expansion ({a,b} or {1..3}); "{}" and "{x}" stay literal, as in Bash.
+func braceExpansion(rest []rune) bool {
+	depth := 0
+	for i, r := range rest {
+		switch r {
+		case '\\':
+			return true // escapes inside: do not guess, treat as an expansion
+		case '{':
+			depth++
+		case '}':
+			if depth == 0 {
+				inner := string(rest[:i])
+				return strings.Contains(inner, ",") || strings.Contains(inner, "..")
+			}
+			depth--
+		}
+	}
+	return false
 }
 
 // unescapeDouble removes the backslashes that are special inside double
