@@ -433,20 +433,19 @@ func (e *Engine) review(ctx context.Context, x *evalCtx, d Decision) (Decision, 
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReviewTimeout)
 	v, err := e.cfg.Classifier.Review(rctx, in)
-	rerr := rctx.Err()
+	if err == nil && !v.Valid() {
+		err = &NoVerdictError{Reviewer: v.Reviewer, Kind: NoVerdictUnparseable, Err: fmt.Errorf("verdict %q is neither allow nor block", v.Kind)}
+	}
+	var nv *NoVerdictError
+	if err != nil {
+		nv = AsNoVerdict(rctx, "classifier", err) // before cancel: rctx tells a timeout apart
+	}
 	cancel()
 	if ctx.Err() != nil {
 		// The request itself was cancelled: no decision at all.
 		return Decision{}, fmt.Errorf("review action %s: %w", x.req.Call.ActionID, AsNoVerdict(ctx, "classifier", ctx.Err()))
 	}
-	if err == nil && !v.Valid() {
-		err = &NoVerdictError{Reviewer: v.Reviewer, Kind: NoVerdictUnparseable, Err: fmt.Errorf("verdict %q is neither allow nor block", v.Kind)}
-	}
-	if err != nil {
-		if rerr != nil && !errors.Is(err, rerr) {
-			err = fmt.Errorf("%w (%v)", err, rerr)
-		}
-		nv := AsNoVerdict(rctx, "classifier", err)
+	if nv != nil {
 		d.Reason = Reason{Source: SourceClassifier, Code: CodeNoVerdict,
 			Detail: "the automatic review gave no verdict: " + nv.Error() + "; the call was not executed"}
 		return e.human(x, d), nil

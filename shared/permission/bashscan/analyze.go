@@ -417,8 +417,13 @@ func (a *analyzer) nested(i int, sc script) {
 	}
 }
 
-// finish marks calls of functions the program declares.
+// finish marks calls of functions the program declares and collects the
+// program's paths and directory changes.
 func (a *analyzer) finish() {
+	defer func() {
+		a.prog.pathRefs = a.prog.collectPathRefs()
+		a.prog.dirChanges = a.prog.collectDirChanges()
+	}()
 	if len(a.prog.Functions) == 0 {
 		return
 	}

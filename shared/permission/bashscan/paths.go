@@ -59,7 +59,9 @@ func operands(words []Word) []Word {
 }
 
 // PathRefs lists every path the program is known to read or write.
-func (p *Program) PathRefs() []PathRef {
+func (p *Program) PathRefs() []PathRef { return p.pathRefs }
+
+func (p *Program) collectPathRefs() []PathRef {
 	var out []PathRef
 	for _, r := range p.Redirects {
 		out = append(out, PathRef{Command: r.Command, Path: r.Target, Access: r.Access, Source: "redirection " + r.Op})
@@ -231,7 +233,9 @@ type DirChange struct {
 }
 
 // DirChanges lists every change of working directory in the program.
-func (p *Program) DirChanges() []DirChange {
+func (p *Program) DirChanges() []DirChange { return p.dirChanges }
+
+func (p *Program) collectDirChanges() []DirChange {
 	var out []DirChange
 	for i := range p.Commands {
 		c := &p.Commands[i]

@@ -242,6 +242,10 @@ type Program struct {
 	Redirects []Redirect
 	// Functions are the names of functions the program declares.
 	Functions []string
+
+	// Computed once by Analyze: callers ask for them per rule and per word.
+	pathRefs   []PathRef
+	dirChanges []DirChange
 }
 
 // Static reports whether every command is static (no opaque command, no

@@ -180,10 +180,13 @@ func (rv reviewer) credential(abs string) (string, bool) {
 	return "", false
 }
 
+// envTemplate: .env.example, .env.test.sample and the like hold no secrets.
 func envTemplate(base string) bool {
-	switch strings.TrimPrefix(base, ".env.") {
-	case "example", "sample", "template", "dist", "defaults":
-		return true
+	for _, part := range strings.Split(strings.TrimPrefix(base, ".env."), ".") {
+		switch part {
+		case "example", "sample", "template", "dist", "defaults":
+			return true
+		}
 	}
 	return false
 }
