@@ -55,14 +55,18 @@ func TestRevalidate(t *testing.T) {
 				ev.ArgsDigest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 			}, want: string(permission.CodeApprovalMismatch)},
 		{name: "approval for another action", cmd: "git push origin feature",
-			change: func(_ permission.Decision, ev *permission.ApprovalEvidence, _ *permission.Request) { ev.ActionID = "act_other" },
+			change: func(_ permission.Decision, ev *permission.ApprovalEvidence, _ *permission.Request) {
+				ev.ActionID = "act_other"
+			},
 			want: string(permission.CodeApprovalMismatch)},
 		{name: "approval under another policy version", cmd: "git push origin feature",
-			change: func(_ permission.Decision, ev *permission.ApprovalEvidence, _ *permission.Request) { ev.PolicyVersion = "v0" },
+			change: func(_ permission.Decision, ev *permission.ApprovalEvidence, _ *permission.Request) {
+				ev.PolicyVersion = "v0"
+			},
 			want: string(permission.CodeApprovalMismatch)},
 		{name: "approval without a decider", cmd: "git push origin feature",
 			change: func(_ permission.Decision, ev *permission.ApprovalEvidence, _ *permission.Request) { ev.DecidedBy = "" },
-			want: string(permission.CodeApprovalMismatch)},
+			want:   string(permission.CodeApprovalMismatch)},
 		{name: "declined approval", cmd: "git push origin feature",
 			change: func(_ permission.Decision, ev *permission.ApprovalEvidence, _ *permission.Request) {
 				ev.Status = permission.ApprovalDeclined
