@@ -14,7 +14,6 @@ import (
 	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
-	"github.com/openprogram/lifecycle/shared/permission/bashscan"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -139,8 +138,7 @@ func (e *Engine) prepare(req Request) (*evalCtx, error) {
 		view: view, digest: id.Digest, argsSize: len(c.Args),
 	}
 	if view.fam == famBash {
-		prog, err := bashscan.Analyze(view.command)
-		x.bash = &bashEval{prog: prog, err: err}
+		x.bash = newBashEval(view.command)
 	}
 	return x, nil
 }

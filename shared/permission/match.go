@@ -12,6 +12,20 @@ import (
 type bashEval struct {
 	prog *bashscan.Program
 	err  error // *bashscan.TooLargeError or *bashscan.SyntaxError
+	// forms[i] are the forms of command i, computed once per call.
+	forms [][]bashscan.Pattern
+}
+
+func newBashEval(command string) *bashEval {
+	prog, err := bashscan.Analyze(command)
+	b := &bashEval{prog: prog, err: err}
+	if err == nil {
+		b.forms = make([][]bashscan.Pattern, len(prog.Commands))
+		for i := range prog.Commands {
+			b.forms[i] = prog.Commands[i].Forms()
+		}
+	}
+	return b
 }
 
 // hit is a rule that matches a call.
@@ -109,7 +123,7 @@ func (x *evalCtx) matchBashRule(r Rule) (hit, bool) {
 	if r.kind == kindBash {
 		for i := range b.prog.Commands {
 			c := &b.prog.Commands[i]
-			for _, f := range c.Forms() {
+			for _, f := range b.forms[i] {
 				for _, alt := range r.bash {
 					if !bashscan.Intersect(alt, f) {
 						continue

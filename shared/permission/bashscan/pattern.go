@@ -25,6 +25,20 @@ func (p Pattern) String() string {
 	return b.String()
 }
 
+// key is an exact map key: Wild becomes NUL, which Analyze never lets
+// into the text.
+func (p Pattern) key() string {
+	var b strings.Builder
+	for _, r := range p {
+		if r == Wild {
+			b.WriteByte(0)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // HasWild reports whether the pattern contains a wildcard.
 func (p Pattern) HasWild() bool {
 	for _, r := range p {
@@ -43,6 +57,18 @@ func (p Pattern) HasWild() bool {
 // It is a dynamic program over the two patterns in O(len(a)*len(b)) time and
 // O(len(b)) memory, with no recursion, so input size cannot blow the stack.
 func Intersect(a, b Pattern) bool {
+	// Literal heads and tails must agree; most rule/command pairs differ in
+	// their first characters, so this settles them without the table.
+	for i := 0; i < len(a) && i < len(b) && a[i] != Wild && b[i] != Wild; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	for i, j := len(a)-1, len(b)-1; i >= 0 && j >= 0 && a[i] != Wild && b[j] != Wild; i, j = i-1, j-1 {
+		if a[i] != b[j] {
+			return false
+		}
+	}
 	m, n := len(a), len(b)
 	next := make([]bool, n+1) // row i+1
 	cur := make([]bool, n+1)  // row i

@@ -178,7 +178,7 @@ func (c *Command) Forms() []Pattern {
 	var forms []Pattern
 	seen := map[string]bool{}
 	push := func(p Pattern) {
-		key := fmt.Sprint([]rune(p)) // exact: Wild stays distinct from any character
+		key := p.key()
 		if !seen[key] {
 			seen[key] = true
 			forms = append(forms, p)

@@ -222,7 +222,7 @@ func (rv reviewer) bash(prog *bashscan.Program) *finding {
 			if iv.Script || len(iv.Words) == 0 {
 				continue
 			}
-			if f := rv.invocation(prog, c, iv); f != nil {
+			if f := rv.invocation(prog, iv); f != nil {
 				return f
 			}
 		}
@@ -292,7 +292,7 @@ func downloadExec(prog *bashscan.Program) *finding {
 	return nil
 }
 
-func (rv reviewer) invocation(prog *bashscan.Program, c *bashscan.Command, iv bashscan.Invocation) *finding {
+func (rv reviewer) invocation(prog *bashscan.Program, iv bashscan.Invocation) *finding {
 	name := iv.Name()
 	args := iv.Words[1:]
 	text := bashscan.JoinText(iv.Words)
