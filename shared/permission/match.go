@@ -255,8 +255,8 @@ func (x *evalCtx) matchBashAllow(rules []Rule) (hit, bool, string) {
 			return hit{}, false, fmt.Sprintf("no allow rule matches %q", c.Text())
 		}
 	}
-	for _, red := range prog.Redirects {
-		if ok, why := x.redirectAllowed(red, rules); !ok {
+	for _, ref := range prog.PathRefs() {
+		if ok, why := x.pathAllowed(ref, rules); !ok {
 			return hit{}, false, why
 		}
 	}
@@ -292,34 +292,46 @@ func effectless(c *bashscan.Command) bool {
 	return c.Script && len(c.Assigns) == 0
 }
 
-func (x *evalCtx) redirectAllowed(red bashscan.Redirect, rules []Rule) (bool, string) {
-	t := red.Target
+// pathAllowed: under an allow rule, a Bash program may write only inside
+// the project scope (or where an Edit allow rule says), and read through a
+// redirection only from a path known before run time. File arguments of
+// reading commands are not restricted here: the allow rule covers them, and
+// Read deny rules still apply to them.
+func (x *evalCtx) pathAllowed(ref bashscan.PathRef, rules []Rule) (bool, string) {
+	t := ref.Path
 	if t.Static && bashscan.HarmlessDevice(t.Text) {
+		return true, ""
+	}
+	redirect := strings.HasPrefix(ref.Source, "redirection")
+	if !ref.Access.Writes() {
+		if !redirect {
+			return true, ""
+		}
+		if _, exact := x.scope.BashPath(x.bash.prog, t); !exact {
+			return false, fmt.Sprintf("%s %s: the path cannot be known before run time", ref.Source, t.Text)
+		}
+		return true, ""
+	}
+	if x.scope.contained(x.bash.prog, t) {
 		return true, ""
 	}
 	cands, exact := x.scope.BashPath(x.bash.prog, t)
 	if !exact {
-		return false, fmt.Sprintf("redirection %s %s: the path cannot be known before run time", red.Op, t.Text)
+		return false, fmt.Sprintf("%s writes %s, which cannot be shown to stay in the project scope", ref.Source, t.Text)
 	}
 	abs := cands[0]
-	if x.scope.Contains(abs) {
-		return true, ""
-	}
 	for _, r := range rules {
-		if r.kind == kindWhole && (r.Tool == "Edit" && red.Access.Writes() || r.Tool == "Read" && !red.Access.Writes()) {
+		if r.kind == kindWhole && r.Tool == "Edit" {
 			return true, ""
 		}
-		if !r.appliesToBashPath(red.Access) {
-			continue
-		}
-		if red.Access == bashscan.AccessReadWrite && r.Tool != "Edit" {
+		if r.kind != kindPath || r.Tool != "Edit" {
 			continue
 		}
 		if pat, ok := x.scope.rulePattern(r.path); ok && pathMatch(pat, abs, false) {
 			return true, ""
 		}
 	}
-	return false, fmt.Sprintf("redirection %s %s is outside the project scope", red.Op, abs)
+	return false, fmt.Sprintf("%s writes %s, outside the project scope", ref.Source, abs)
 }
 
 // unanalysable explains why a Bash call cannot be reviewed at all.

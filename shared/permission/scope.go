@@ -213,3 +213,35 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 	}
 	return cands, !w.Glob && known && len(cands) == 1
 }
+
+// contained reports whether every place a Bash path word may name lies in
+// the project scope: static, every directory the program may be in known,
+// and for a glob, a static directory part in scope with no "..".
+func (s Scope) contained(prog *bashscan.Program, w bashscan.Word) bool {
+	if !w.Static {
+		return false
+	}
+	if w.Glob && strings.Contains(w.Text, "..") {
+		return false
+	}
+	cands, exact := s.BashPath(prog, w)
+	if len(cands) == 0 {
+		return false
+	}
+	if !exact && !w.Glob {
+		if _, known := s.bashDirs(prog); !known {
+			return false
+		}
+	}
+	if w.Glob {
+		if _, known := s.bashDirs(prog); !known && !path.IsAbs(w.Text) && !w.Tilde {
+			return false
+		}
+	}
+	for _, c := range cands {
+		if !s.Contains(c) {
+			return false
+		}
+	}
+	return true
+}
