@@ -66,8 +66,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x ./shared/store/sqlitestore/
 
 ## fuzz: a short fuzzing pass over the rule parser and the Bash analysis
+FUZZTIME ?= 30s
 fuzz:
-	@echo "fuzz targets are added with the permission engine"
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnalyzeBash$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/bashscan/
 
 clean:
 	rm -rf $(BUILD_DIR) .lifecycle infra/cdk.out
