@@ -17,7 +17,9 @@ import (
 type Route struct {
 	Method string
 	Path   string
-	// Public routes skip the JWT authorizer. Only the health check is.
+	// Public routes skip the JWT authorizer: the health check, and the static
+	// files of the Activity UI (no data: the page calls the API with the
+	// user's bearer token, which a plain page load cannot carry).
 	Public bool
 }
 
@@ -39,8 +41,8 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/result"},
 	{Method: "GET", Path: "/healthz", Public: true},
 	// The Activity UI: static files served by the api function.
-	{Method: "GET", Path: "/"},
-	{Method: "GET", Path: "/ui/{proxy+}"},
+	{Method: "GET", Path: "/", Public: true},
+	{Method: "GET", Path: "/ui/{proxy+}", Public: true},
 }
 
 type httpAPI struct {

@@ -380,8 +380,10 @@ func TestHTTPAPI(t *testing.T) {
 				public = append(public, r.Method+" "+r.Path)
 			}
 		}
-		if !slices.Equal(public, []string{"GET /healthz"}) {
-			t.Errorf("public routes %v, want only GET /healthz", public)
+		// Only the health check and the UI's static files skip the authorizer;
+		// every /v1 route carries the JWT.
+		if !slices.Equal(public, []string{"GET /healthz", "GET /", "GET /ui/{proxy+}"}) {
+			t.Errorf("public routes %v, want only GET /healthz and the UI's static files", public)
 		}
 
 		s.hasProps(t, "AWS::ApiGatewayV2::Stage", map[string]any{
