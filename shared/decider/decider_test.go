@@ -17,7 +17,9 @@ import (
 
 type fixedPolicy struct{ p *permission.Policy }
 
-func (f fixedPolicy) Policy(context.Context, ids.SessionID) (*permission.Policy, error) { return f.p, nil }
+func (f fixedPolicy) Policy(context.Context, ids.SessionID) (*permission.Policy, error) {
+	return f.p, nil
+}
 
 func newDecider(t *testing.T, doc string) *Decider {
 	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "s.db"))
