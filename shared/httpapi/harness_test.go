@@ -177,6 +177,13 @@ type stack struct {
 
 func newStack(t testing.TB, opts ...func(*httpapi.Config)) *stack {
 	t.Helper()
+	return newStackWith(t, nil, opts...)
+}
+
+// newStackWith builds the stack with the decider wire returns (nil: the
+// by-tool test decider), and the API options it returns.
+func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, func(*httpapi.Config)), opts ...func(*httpapi.Config)) *stack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sq, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
@@ -186,9 +193,15 @@ func newStack(t testing.TB, opts ...func(*httpapi.Config)) *stack {
 	bus := eventbus.NewBus()
 	sm := newInTestStateMachine(ctx)
 	exec := &countingExecutor{}
+	var decider actionflow.Decider = ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "Bash": lifecycle.PermissionAllow}
+	if wire != nil {
+		d, o := wire(st)
+		decider = d
+		opts = append([]func(*httpapi.Config){o}, opts...)
+	}
 	svc, err := actionflow.New(actionflow.Config{
 		Store:     st,
-		Decider:   ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "Bash": lifecycle.PermissionAllow},
+		Decider:   decider,
 		Router:    routes{"noop": "test", "risky": "test", "forbidden": "test", "Bash": actionflow.ExecutorHost},
 		Executors: map[string]actionflow.Executor{"test": exec},
 		Starter:   sm, Tasks: sm, Publisher: bus, Notify: bus.Notify, Logger: quiet,

@@ -39,6 +39,14 @@ func actionView(a actionflow.Action, ap *actionflow.Approval, rc *actionflow.Rec
 		ToolCallID: a.ToolCallID, Tool: a.Tool, Arguments: a.Arguments, ArgsDigest: a.ArgsDigest, Interactive: a.Interactive,
 		Origin: a.Origin, States: a.States, Decision: a.Decision, Start: a.Start, Receipt: rc,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	if a.Decision != nil {
+		// The decider's own record (policy and trusted-context digests,
+		// file preconditions) stays inside: clients get the decision and
+		// its reason.
+		d := *a.Decision
+		d.Engine = nil
+		v.Decision = &d
+	}
 	if ap != nil {
 		av := approvalView(*ap)
 		v.Approval = &av

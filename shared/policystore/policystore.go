@@ -33,8 +33,12 @@ type Document struct {
 	// Version is 0 for a session whose policy was never written (defaults apply).
 	Version int64 `json:"version"`
 	// Policy is the permission document (rules, mode, ...) as package
-	// permission defines it; "{}" when never written.
+	// permission defines it; the default document when never written.
 	Policy json.RawMessage `json:"policy"`
+	// PolicyVersion is the document's own version label (as the Validator
+	// reads it), which decisions, grants and approvals are bound to. Every
+	// change of the document must change it.
+	PolicyVersion string `json:"policy_version,omitempty"`
 	// RestartWindowSeconds: -1 unlimited (default), 0 disabled, > 0 a duration.
 	RestartWindowSeconds int64                 `json:"restart_window_seconds"`
 	UpdatedAt            *time.Time            `json:"updated_at,omitempty"`
@@ -49,21 +53,34 @@ func (d Document) RestartWindow() (window time.Duration, limited bool) {
 	return time.Duration(d.RestartWindowSeconds) * time.Second, true
 }
 
-// Validator checks a permission document; it returns a
-// *actionflow.ValidationError naming the line or rule that is wrong.
-type Validator func(policy json.RawMessage) error
+// Validator checks a permission document and returns its own version
+// label; a wrong document is a *actionflow.ValidationError naming the line
+// or rule that is wrong.
+type Validator func(policy json.RawMessage) (version string, err error)
 
 // Store reads and writes session policies.
 type Store struct {
 	st       store.Store
 	validate Validator
+	def      json.RawMessage
 	now      func() time.Time
 }
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithDefault sets the document a session without a policy has (shown by
+// Get at version 0; the decider applies the same default).
+func WithDefault(doc json.RawMessage) Option { return func(s *Store) { s.def = doc } }
+
 // New returns a Store over st. validate may be nil until the permission
 // engine is wired: the document must then only be a JSON object.
-func New(st store.Store, validate Validator) *Store {
-	return &Store{st: st, validate: validate, now: time.Now}
+func New(st store.Store, validate Validator, opts ...Option) *Store {
+	s := &Store{st: st, validate: validate, def: json.RawMessage(`{}`), now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Key is the policy item of a session.
@@ -75,7 +92,7 @@ func Key(session ids.SessionID) store.Key {
 func (s *Store) Get(ctx context.Context, session ids.SessionID) (Document, error) {
 	it, err := s.st.Get(ctx, Key(session))
 	if errors.Is(err, store.ErrNotFound) {
-		return Document{SessionID: session, Policy: json.RawMessage(`{}`), RestartWindowSeconds: RestartUnlimited}, nil
+		return Document{SessionID: session, Policy: s.def, RestartWindowSeconds: RestartUnlimited}, nil
 	}
 	if err != nil {
 		return Document{}, fmt.Errorf("get policy of %s: %w", session, err)
@@ -110,8 +127,10 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 	if len(policy) > MaxPolicyBytes {
 		return Document{}, &actionflow.ValidationError{Field: "policy", Msg: fmt.Sprintf("%d bytes, more than the %d byte limit", len(policy), MaxPolicyBytes)}
 	}
+	label := ""
 	if s.validate != nil {
-		if err := s.validate(policy); err != nil {
+		var err error
+		if label, err = s.validate(policy); err != nil {
 			var ve *actionflow.ValidationError
 			if errors.As(err, &ve) {
 				return Document{}, ve
@@ -119,8 +138,20 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 			return Document{}, &actionflow.ValidationError{Field: "policy", Msg: err.Error()}
 		}
 	}
+	if label != "" && expected > 0 {
+		// A changed document under an unchanged label would let decisions,
+		// grants and approvals of the old rules pass as current.
+		cur, err := s.Get(ctx, session)
+		if err != nil {
+			return Document{}, err
+		}
+		if cur.Version == expected && cur.PolicyVersion == label && !bytes.Equal(cur.Policy, policy) {
+			return Document{}, &actionflow.ValidationError{Field: "policy.version",
+				Msg: fmt.Sprintf("the document changed but its version %q did not; give the new policy a new version", label)}
+		}
+	}
 	now := s.now().UTC()
-	d := Document{SessionID: session, Version: expected + 1, Policy: policy, RestartWindowSeconds: restartWindowSeconds,
+	d := Document{SessionID: session, Version: expected + 1, Policy: policy, PolicyVersion: label, RestartWindowSeconds: restartWindowSeconds,
 		UpdatedAt: &now, UpdatedBy: &by}
 	body, err := json.Marshal(d)
 	if err != nil {
@@ -141,4 +172,27 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 		return Document{}, fmt.Errorf("put policy of %s: %w", session, err)
 	}
 	return d, nil
+}
+
+// Parsed adapts the store to a consumer that wants the parsed live policy
+// (decider.Policies with T = *permission.Policy): Policy returns the zero T
+// and no error for a session that has none, so the consumer applies its
+// default.
+type Parsed[T any] struct {
+	Store *Store
+	Parse func(doc []byte) (T, error)
+}
+
+// Policy reads and parses a session's policy.
+func (p Parsed[T]) Policy(ctx context.Context, session ids.SessionID) (T, error) {
+	var zero T
+	d, err := p.Store.Get(ctx, session)
+	if err != nil || d.Version == 0 {
+		return zero, err
+	}
+	v, err := p.Parse(d.Policy)
+	if err != nil {
+		return zero, fmt.Errorf("parse stored policy of %s (version %d): %w", session, d.Version, err)
+	}
+	return v, nil
 }

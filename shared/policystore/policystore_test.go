@@ -18,11 +18,15 @@ func TestPutGetVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rejectDenyAll := func(p json.RawMessage) error {
+	rejectDenyAll := func(p json.RawMessage) (string, error) {
 		if string(p) == `{"rules":["deny *"]}` {
-			return &actionflow.ValidationError{Field: "policy.rules[0]", Msg: "line 1: refused"}
+			return "", &actionflow.ValidationError{Field: "policy.rules[0]", Msg: "line 1: refused"}
 		}
-		return nil
+		var doc struct {
+			Version string `json:"version"`
+		}
+		json.Unmarshal(p, &doc)
+		return doc.Version, nil
 	}
 	ps := policystore.New(st, rejectDenyAll)
 	ctx := context.Background()
@@ -48,6 +52,10 @@ func TestPutGetVersions(t *testing.T) {
 		{"bad window", 2, `{}`, -2, new(*actionflow.ValidationError), 2},
 		{"validator refuses", 2, `{"rules":["deny *"]}`, 0, new(*actionflow.ValidationError), 2},
 		{"disable restart", 2, `{"mode":"plan"}`, 0, nil, 3},
+		{"labelled", 3, `{"version":"a","mode":"plan"}`, 0, nil, 4},
+		{"same content, same label", 4, `{"version":"a","mode":"plan"}`, 0, nil, 5},
+		{"new content, same label", 5, `{"version":"a","mode":"auto"}`, 0, new(*actionflow.ValidationError), 5},
+		{"new content, new label", 5, `{"version":"b","mode":"auto"}`, 0, nil, 6},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -75,5 +83,28 @@ func TestPutGetVersions(t *testing.T) {
 	got, _ := ps.Get(ctx, "ses_1")
 	if w, limited := got.RestartWindow(); !limited || w != 0 || got.UpdatedBy.Subject != "h" {
 		t.Fatalf("final %+v", got)
+	}
+}
+
+func TestParsedNilWhenNeverWritten(t *testing.T) {
+	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ps := policystore.New(st, nil, policystore.WithDefault(json.RawMessage(`{"version":"default"}`)))
+	parsed := policystore.Parsed[*string]{Store: ps, Parse: func(b []byte) (*string, error) { s := string(b); return &s, nil }}
+	ctx := context.Background()
+	if d, _ := ps.Get(ctx, "ses_1"); string(d.Policy) != `{"version":"default"}` {
+		t.Fatalf("default %s", d.Policy)
+	}
+	if p, err := parsed.Policy(ctx, "ses_1"); p != nil || err != nil {
+		t.Fatalf("never written: %v %v", p, err)
+	}
+	if _, err := ps.Put(ctx, "ses_1", 0, json.RawMessage(`{"version":"v1"}`), -1, actionflow.Principal{Subject: "h", Role: "human"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := parsed.Policy(ctx, "ses_1"); err != nil || p == nil || *p != `{"version":"v1"}` {
+		t.Fatalf("written: %v %v", p, err)
 	}
 }
