@@ -37,8 +37,8 @@ const (
 var choiceOperators = map[string]operandKind{
 	"StringEquals": opString, "StringLessThan": opString, "StringGreaterThan": opString,
 	"StringLessThanEquals": opString, "StringGreaterThanEquals": opString,
-	"StringMatches":   opMatches,
-	"NumericEquals":   opNumeric, "NumericLessThan": opNumeric, "NumericGreaterThan": opNumeric,
+	"StringMatches": opMatches,
+	"NumericEquals": opNumeric, "NumericLessThan": opNumeric, "NumericGreaterThan": opNumeric,
 	"NumericLessThanEquals": opNumeric, "NumericGreaterThanEquals": opNumeric,
 	"BooleanEquals":   opBoolean,
 	"TimestampEquals": opTimestamp, "TimestampLessThan": opTimestamp, "TimestampGreaterThan": opTimestamp,

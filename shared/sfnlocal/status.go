@@ -26,18 +26,18 @@ type StatusChangeEvent struct {
 // StatusChangeDetail is the detail of a StatusChangeEvent. Dates are Unix
 // milliseconds; StopDate, Output, Error and Cause are null until they exist.
 type StatusChangeDetail struct {
-	ExecutionArn    string          `json:"executionArn"`
-	StateMachineArn string          `json:"stateMachineArn"`
-	Name            string          `json:"name"`
-	Status          string          `json:"status"`
-	StartDate       int64           `json:"startDate"`
-	StopDate        *int64          `json:"stopDate"`
-	Input           string          `json:"input"`
-	InputDetails    *includedData   `json:"inputDetails"`
-	Output          *string         `json:"output"`
-	OutputDetails   *includedData   `json:"outputDetails"`
-	Error           *string         `json:"error"`
-	Cause           *string         `json:"cause"`
+	ExecutionArn    string        `json:"executionArn"`
+	StateMachineArn string        `json:"stateMachineArn"`
+	Name            string        `json:"name"`
+	Status          string        `json:"status"`
+	StartDate       int64         `json:"startDate"`
+	StopDate        *int64        `json:"stopDate"`
+	Input           string        `json:"input"`
+	InputDetails    *includedData `json:"inputDetails"`
+	Output          *string       `json:"output"`
+	OutputDetails   *includedData `json:"outputDetails"`
+	Error           *string       `json:"error"`
+	Cause           *string       `json:"cause"`
 }
 
 type includedData struct {

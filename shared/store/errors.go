@@ -14,6 +14,11 @@ var ErrNotFound = errors.New("not found")
 // with errors.Is, so callers that only need "lost the race" test one value.
 var ErrConflict = errors.New("conflict")
 
+// ErrInvalid: the request was refused before it reached the backend (an
+// empty key, a reserved sort key, a version that does not increase, a body
+// over MaxBodyBytes). Retrying the same request cannot succeed.
+var ErrInvalid = errors.New("invalid store request")
+
 // ErrUnavailable wraps backend failures (I/O, throttling, a closed
 // connection): nothing was written, and the operation may be retried.
 var ErrUnavailable = errors.New("store unavailable")
@@ -41,6 +46,14 @@ func (e *VersionConflictError) Error() string {
 }
 func (e *VersionConflictError) Is(target error) bool { return target == ErrConflict }
 
+// GuardMissing is PutOnceIfVersion's error when the guard item does not
+// exist: a *VersionConflictError{Actual: 0} that also matches ErrNotFound,
+// so callers can tell "the execution is gone" from "the version moved".
+func GuardMissing(guard Key, expected int64) error {
+	return fmt.Errorf("guard %s: %w: %w", guard, ErrNotFound,
+		&VersionConflictError{Key: guard, Expected: expected, Actual: 0})
+}
+
 // FenceError: an owner write carried a fence older than the one stored.
 type FenceError struct {
 	Key    Key
@@ -55,25 +68,25 @@ func (e *FenceError) Is(target error) bool { return target == ErrConflict }
 
 // LeaseHeldError: another attempt holds an unexpired lease.
 type LeaseHeldError struct {
-	ExecutionID string
-	Holder      string
-	ExpiresAt   time.Time
+	Resource  string
+	Holder    string
+	ExpiresAt time.Time
 }
 
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("execution %s is leased by attempt %s until %s", e.ExecutionID, e.Holder, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("%s is leased by attempt %s until %s", e.Resource, e.Holder, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
 }
 func (e *LeaseHeldError) Is(target error) bool { return target == ErrConflict }
 
 // LeaseLostError: the lease is no longer held by this attempt and fence.
 type LeaseLostError struct {
-	ExecutionID string
-	AttemptID   string
-	Fence       int64
+	Resource  string
+	AttemptID string
+	Fence     int64
 }
 
 func (e *LeaseLostError) Error() string {
-	return fmt.Sprintf("execution %s: attempt %s (fence %d) no longer holds the lease", e.ExecutionID, e.AttemptID, e.Fence)
+	return fmt.Sprintf("%s: attempt %s (fence %d) no longer holds the lease", e.Resource, e.AttemptID, e.Fence)
 }
 func (e *LeaseLostError) Is(target error) bool { return target == ErrConflict }
 

@@ -1,0 +1,385 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanItem(row rowScanner) (store.Item, error) {
+	var (
+		it         store.Item
+		g1pk, g1sk sql.NullString
+		g2pk, g2sk sql.NullString
+		expiresAt  sql.NullInt64
+		body       []byte
+	)
+	if err := row.Scan(&it.PK, &it.SK, &it.Version, &it.Fence, &g1pk, &g1sk, &g2pk, &g2sk, &expiresAt, &body); err != nil {
+		return store.Item{}, err
+	}
+	it.GSI1PK, it.GSI1SK = g1pk.String, g1sk.String
+	it.GSI2PK, it.GSI2SK = g2pk.String, g2sk.String
+	it.ExpiresAt = store.ExpiresAtTime(expiresAt.Int64)
+	if len(body) > 0 {
+		it.Body = body
+	}
+	return it, nil
+}
+
+// nullable stores "" as NULL, so partial indexes leave the item out and
+// the row reads back the same way DynamoDB's absent attribute does.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullableInt(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// itemArgs are the item's columns in wInsertItem order.
+func itemArgs(it store.Item) []any {
+	return []any{it.PK, it.SK, it.Version, it.Fence,
+		nullable(it.GSI1PK), nullable(it.GSI1SK), nullable(it.GSI2PK), nullable(it.GSI2SK),
+		nullableInt(store.ExpiresAtSeconds(it.ExpiresAt)), it.Body}
+}
+
+// Get reads one item from the read pool.
+func (s *Store) Get(ctx context.Context, key store.Key) (store.Item, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return store.Item{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	it, err := scanItem(s.stmts.rGetItem.QueryRowContext(ctx, key.PK, key.SK))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Item{}, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Item{}, unavailable("get "+key.String(), err)
+	}
+	return it, nil
+}
+
+// getTx reads an item inside a write transaction; found is false when absent.
+func (s *Store) getTx(ctx context.Context, tx *sql.Tx, key store.Key) (it store.Item, found bool, err error) {
+	it, err = scanItem(tx.StmtContext(ctx, s.stmts.wGetItem).QueryRowContext(ctx, key.PK, key.SK))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Item{}, false, nil
+	}
+	if err != nil {
+		return store.Item{}, false, err
+	}
+	return it, true, nil
+}
+
+// insertTx inserts an item unless its key exists; inserted is false then.
+func (s *Store) insertTx(ctx context.Context, tx *sql.Tx, it store.Item) (inserted bool, err error) {
+	res, err := tx.StmtContext(ctx, s.stmts.wInsertItem).ExecContext(ctx, itemArgs(it)...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// PutOnce inserts the item unless its key exists (*store.ConflictError
+// carrying the stored item).
+func (s *Store) PutOnce(ctx context.Context, item store.Item) error {
+	if err := store.ValidateItem(item); err != nil {
+		return fmt.Errorf("put-once: %w", err)
+	}
+	op := "put-once " + item.Key().String()
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		inserted, err := s.insertTx(ctx, tx, item)
+		if err != nil {
+			return unavailable(op, err)
+		}
+		if inserted {
+			return nil
+		}
+		existing, _, err := s.getTx(ctx, tx, item.Key())
+		if err != nil {
+			return unavailable(op, err)
+		}
+		return &store.ConflictError{Key: item.Key(), Existing: existing}
+	})
+}
+
+// CompareAndSwap replaces the item if its version is expected (0: absent)
+// and, for an owner write (fence > 0), its fence is not newer than fence.
+func (s *Store) CompareAndSwap(ctx context.Context, item store.Item, expected, fence int64) error {
+	if fence > 0 {
+		item.Fence = fence
+	}
+	if err := validateCAS(item, expected, fence); err != nil {
+		return fmt.Errorf("compare-and-swap: %w", err)
+	}
+	op := "compare-and-swap " + item.Key().String()
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		var (
+			done bool
+			err  error
+		)
+		if expected == 0 {
+			done, err = s.insertTx(ctx, tx, item)
+		} else {
+			// fence 0 is not an owner write: "fence <= MaxInt64" always holds.
+			maxFence := fence
+			if fence == 0 {
+				maxFence = 1<<63 - 1
+			}
+			var res sql.Result
+			res, err = tx.StmtContext(ctx, s.stmts.wUpdateItem).ExecContext(ctx,
+				item.Version, item.Fence, nullable(item.GSI1PK), nullable(item.GSI1SK),
+				nullable(item.GSI2PK), nullable(item.GSI2SK),
+				nullableInt(store.ExpiresAtSeconds(item.ExpiresAt)), item.Body,
+				item.PK, item.SK, expected, maxFence)
+			if err == nil {
+				var n int64
+				n, err = res.RowsAffected()
+				done = n == 1
+			}
+		}
+		if err != nil {
+			return unavailable(op, err)
+		}
+		if done {
+			return nil
+		}
+		stored, found, err := s.getTx(ctx, tx, item.Key())
+		if err != nil {
+			return unavailable(op, err)
+		}
+		return casFailure(item.Key(), expected, fence, stored, found)
+	})
+}
+
+func validateCAS(item store.Item, expected, fence int64) error {
+	if err := store.ValidateItem(item); err != nil {
+		return err
+	}
+	if expected < 0 || fence < 0 || item.Version <= expected {
+		return fmt.Errorf("%w: item %s: version %d must be greater than expected %d (fence %d)",
+			store.ErrInvalid, item.Key(), item.Version, expected, fence)
+	}
+	return nil
+}
+
+// casFailure names why a compare-and-swap lost. A stale fence wins over a
+// version mismatch: it tells the writer it is no longer the owner, which a
+// retry with a fresh version would not fix.
+func casFailure(key store.Key, expected, fence int64, stored store.Item, found bool) error {
+	if found && fence > 0 && stored.Fence > fence {
+		return &store.FenceError{Key: key, Fence: fence, Stored: stored.Fence}
+	}
+	actual := int64(0)
+	if found {
+		actual = stored.Version
+	}
+	return &store.VersionConflictError{Key: key, Expected: expected, Actual: actual}
+}
+
+// PutOnceIfVersion inserts item only if guard's version is expected, both
+// checked and written in one transaction.
+func (s *Store) PutOnceIfVersion(ctx context.Context, item store.Item, guard store.Key, expected int64) error {
+	if err := validateGuarded(item, guard); err != nil {
+		return fmt.Errorf("put-once-if-version: %w", err)
+	}
+	op := "put-once " + item.Key().String() + " if " + guard.String()
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		// The item is checked first: a repeated command whose item exists is
+		// reported as *ConflictError (with the stored command) even when the
+		// guard's version has moved on since, so the caller can recognise
+		// its own earlier write.
+		existing, found, err := s.getTx(ctx, tx, item.Key())
+		if err != nil {
+			return unavailable(op, err)
+		}
+		if found {
+			return &store.ConflictError{Key: item.Key(), Existing: existing}
+		}
+		var actual int64
+		err = tx.StmtContext(ctx, s.stmts.wGetVersion).QueryRowContext(ctx, guard.PK, guard.SK).Scan(&actual)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.GuardMissing(guard, expected)
+		}
+		if err != nil {
+			return unavailable(op, err)
+		}
+		if actual != expected {
+			return &store.VersionConflictError{Key: guard, Expected: expected, Actual: actual}
+		}
+		if _, err := s.insertTx(ctx, tx, item); err != nil {
+			return unavailable(op, err)
+		}
+		return nil
+	})
+}
+
+func validateGuarded(item store.Item, guard store.Key) error {
+	if err := store.ValidateItem(item); err != nil {
+		return err
+	}
+	if err := store.ValidateKey(guard); err != nil {
+		return err
+	}
+	if guard == item.Key() {
+		return fmt.Errorf("%w: item %s cannot guard itself", store.ErrInvalid, guard)
+	}
+	return nil
+}
+
+// Query lists one partition in sort-key order.
+func (s *Store) Query(ctx context.Context, pk string, opts store.QueryOptions) (store.Page, error) {
+	return s.query(ctx, "", pk, opts)
+}
+
+// QueryIndex lists one partition of a secondary index in index sort-key order.
+func (s *Store) QueryIndex(ctx context.Context, index store.Index, pk string, opts store.QueryOptions) (store.Page, error) {
+	if index != store.IndexSession && index != store.IndexOpen {
+		return store.Page{}, fmt.Errorf("query index %q: %w: unknown index", index, store.ErrInvalid)
+	}
+	return s.query(ctx, index, pk, opts)
+}
+
+// queryShape names one prepared query: which key columns, which bounds,
+// which direction. The handful of shapes are prepared on first use.
+type queryShape struct {
+	index      store.Index // "" = the table
+	lo, loExcl bool
+	hi         bool
+	desc       bool
+}
+
+func (q queryShape) sql() string {
+	pkCol, skCol := "pk", "sk"
+	switch q.index {
+	case store.IndexSession:
+		pkCol, skCol = "gsi1pk", "gsi1sk"
+	case store.IndexOpen:
+		pkCol, skCol = "gsi2pk", "gsi2sk"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT %s FROM items WHERE %s = ?", itemCols, pkCol)
+	if q.lo {
+		op := ">="
+		if q.loExcl {
+			op = ">"
+		}
+		fmt.Fprintf(&b, " AND %s %s ?", skCol, op)
+	}
+	if q.hi {
+		fmt.Fprintf(&b, " AND %s < ?", skCol)
+	}
+	dir := "ASC"
+	if q.desc {
+		dir = "DESC"
+	}
+	fmt.Fprintf(&b, " ORDER BY %s %s LIMIT ?", skCol, dir)
+	return b.String()
+}
+
+func (s *Store) queryStmt(q queryShape) (*sql.Stmt, error) {
+	if st, ok := s.queries.Load(q); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.r.Prepare(q.sql())
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.queries.LoadOrStore(q, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (s *Store) query(ctx context.Context, index store.Index, pk string, opts store.QueryOptions) (store.Page, error) {
+	op := fmt.Sprintf("query %s%s", indexLabel(index), pk)
+	if pk == "" {
+		return store.Page{}, fmt.Errorf("%s: %w: empty partition key", op, store.ErrInvalid)
+	}
+	limit := store.PageLimit(opts.Limit)
+	// The sort-key range [lo, hi): the prefix bounds it, and After moves the
+	// start (ascending) or the end (descending). Each bound is a single
+	// comparison so SQLite seeks straight to the page's first row however
+	// deep into the partition it is.
+	shape := queryShape{index: index, desc: opts.Descending}
+	args := []any{pk}
+	var lo, hi string
+	if opts.SKPrefix != "" {
+		lo, shape.lo = opts.SKPrefix, true
+		hi, shape.hi = store.PrefixEnd(opts.SKPrefix)
+	}
+	if opts.After != "" {
+		if !opts.Descending && (!shape.lo || opts.After >= lo) {
+			lo, shape.lo, shape.loExcl = opts.After, true, true
+		}
+		if opts.Descending && (!shape.hi || opts.After < hi) {
+			hi, shape.hi = opts.After, true
+		}
+	}
+	if shape.lo {
+		args = append(args, lo)
+	}
+	if shape.hi {
+		args = append(args, hi)
+	}
+	// One row more than the page tells whether another page exists, so Next
+	// is empty exactly when the listing is complete.
+	args = append(args, limit+1)
+	st, err := s.queryStmt(shape)
+	if err != nil {
+		return store.Page{}, unavailable(op, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return store.Page{}, unavailable(op, err)
+	}
+	defer rows.Close()
+	var page store.Page
+	more := false
+	for rows.Next() {
+		if len(page.Items) == limit {
+			more = true
+			break
+		}
+		it, err := scanItem(rows)
+		if err != nil {
+			return store.Page{}, unavailable(op, err)
+		}
+		page.Items = append(page.Items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return store.Page{}, unavailable(op, err)
+	}
+	if more {
+		last := page.Items[len(page.Items)-1]
+		switch index {
+		case store.IndexSession:
+			page.Next = last.GSI1SK
+		case store.IndexOpen:
+			page.Next = last.GSI2SK
+		default:
+			page.Next = last.SK
+		}
+	}
+	return page, nil
+}
+
+func indexLabel(index store.Index) string {
+	if index == "" {
+		return ""
+	}
+	return string(index) + " "
+}

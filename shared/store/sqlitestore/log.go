@@ -1,0 +1,86 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// Append reads the stream's last sequence number and inserts the next one
+// in the same write transaction. The single writer connection serialises
+// appends, so there is no race to lose and no retry.
+func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, error) {
+	if stream == "" {
+		return 0, fmt.Errorf("append: %w: empty stream", store.ErrInvalid)
+	}
+	if len(body) > store.MaxBodyBytes {
+		return 0, fmt.Errorf("append to %s: %w: body of %d bytes exceeds %d", stream, store.ErrInvalid, len(body), store.MaxBodyBytes)
+	}
+	op := "append to " + stream
+	var seq int64
+	err := s.write(ctx, op, func(tx *sql.Tx) error {
+		var last string
+		err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			seq = 1
+		case err != nil:
+			return unavailable(op, err)
+		default:
+			n, err := store.ParseLogSK(last)
+			if err != nil {
+				return fmt.Errorf("%s: last entry: %w", op, err)
+			}
+			seq = n + 1
+		}
+		if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, time.Now().UnixNano()); err != nil {
+			return unavailable(op, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// ReadLog returns the entries after seq after, ascending.
+func (s *Store) ReadLog(ctx context.Context, stream string, after int64, limit int) ([]store.LogEntry, error) {
+	if stream == "" || after < 0 {
+		return nil, fmt.Errorf("read log: %w: needs a stream and a non-negative position", store.ErrInvalid)
+	}
+	op := "read log " + stream
+	rows, err := s.stmts.rReadLog.QueryContext(ctx, stream, store.LogSK(after), store.PageLimit(limit))
+	if err != nil {
+		return nil, unavailable(op, err)
+	}
+	defer rows.Close()
+	var entries []store.LogEntry
+	for rows.Next() {
+		var (
+			sk   string
+			at   sql.NullInt64
+			body []byte
+		)
+		if err := rows.Scan(&sk, &at, &body); err != nil {
+			return nil, unavailable(op, err)
+		}
+		seq, err := store.ParseLogSK(sk)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		e := store.LogEntry{Stream: stream, Seq: seq, At: fromUnixNano(at.Int64)}
+		if len(body) > 0 {
+			e.Body = body
+		}
+		entries = append(entries, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(op, err)
+	}
+	return entries, nil
+}

@@ -1,0 +1,170 @@
+package sqlitestore
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// schema mirrors the DynamoDB table (see ../SCHEMA.md): one items table
+// keyed (pk, sk) holding every record kind, including leases, counters and
+// log entries, so a Query of a partition returns the same rows in both
+// adapters. The lease, log and counter columns are the DynamoDB attributes
+// of those records; they are NULL on ordinary items. The counter's "counted"
+// string set is the counter_members table.
+//
+// items is a WITHOUT ROWID table: the primary key is the only way rows are
+// addressed, so the row lives in the (pk, sk) b-tree itself and a Get or a
+// partition Query is one b-tree descent rather than index + rowid lookup.
+// Both secondary indexes are partial: only items with the index keys are in
+// them, which is what makes GSI2 sparse (clearing GSI2PK removes the item
+// from the "open work" index instead of leaving a NULL entry to skip).
+var schema = []string{
+	`CREATE TABLE items (
+		pk          TEXT    NOT NULL,
+		sk          TEXT    NOT NULL,
+		version     INTEGER NOT NULL,
+		fence       INTEGER NOT NULL DEFAULT 0,
+		gsi1pk      TEXT,
+		gsi1sk      TEXT,
+		gsi2pk      TEXT,
+		gsi2sk      TEXT,
+		expires_at  INTEGER,
+		body        BLOB,
+		attempt_id  TEXT,
+		lease_until INTEGER,
+		at          INTEGER,
+		consecutive INTEGER,
+		total       INTEGER,
+		PRIMARY KEY (pk, sk)
+	) WITHOUT ROWID`,
+	`CREATE INDEX items_gsi1 ON items (gsi1pk, gsi1sk) WHERE gsi1pk IS NOT NULL`,
+	`CREATE INDEX items_gsi2 ON items (gsi2pk, gsi2sk) WHERE gsi2pk IS NOT NULL`,
+	`CREATE TABLE counter_members (
+		pk     TEXT NOT NULL,
+		sk     TEXT NOT NULL,
+		member TEXT NOT NULL,
+		PRIMARY KEY (pk, sk, member)
+	) WITHOUT ROWID`,
+}
+
+// migrate brings the file to SchemaVersion in one transaction.
+func migrate(db *sql.DB) error {
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case v == SchemaVersion:
+		return nil
+	case v > SchemaVersion:
+		return fmt.Errorf("schema version %d is newer than this program's %d", v, SchemaVersion)
+	case v != 0:
+		return fmt.Errorf("no migration from schema version %d", v)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	for _, stmt := range schema {
+		if _, err := tx.Exec(stmt); err != nil {
+			return errors.Join(fmt.Errorf("create schema: %w", err), tx.Rollback())
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion)); err != nil {
+		return errors.Join(fmt.Errorf("create schema: %w", err), tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return nil
+}
+
+// itemCols is the column list every item read selects, in scanItem order.
+const itemCols = `pk, sk, version, fence, gsi1pk, gsi1sk, gsi2pk, gsi2sk, expires_at, body`
+
+// statements are prepared once per store: w on the writer connection, r on
+// the read pool.
+type statements struct {
+	list []*sql.Stmt
+
+	// writer
+	wGetItem    *sql.Stmt
+	wInsertItem *sql.Stmt
+	wUpdateItem *sql.Stmt
+	wGetVersion *sql.Stmt
+	wGetLease   *sql.Stmt
+	wInsLease   *sql.Stmt
+	wUpdLease   *sql.Stmt
+	wInsMember  *sql.Stmt
+	wGetCounter *sql.Stmt
+	wPutCounter *sql.Stmt
+	wLastLog    *sql.Stmt
+	wInsLog     *sql.Stmt
+
+	// readers
+	rGetItem    *sql.Stmt
+	rGetLease   *sql.Stmt
+	rGetCounter *sql.Stmt
+	rReadLog    *sql.Stmt
+}
+
+func (st *statements) prepare(w, r *sql.DB) error {
+	var err error
+	p := func(db *sql.DB, q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var s *sql.Stmt
+		if s, err = db.Prepare(q); err != nil {
+			err = fmt.Errorf("%s: %w", q, err)
+			return nil
+		}
+		st.list = append(st.list, s)
+		return s
+	}
+	// The store's own sort keys are spelled in SQL once, from package store.
+	lease := quote(store.LeaseSK)
+	logLo := quote(store.LogSKPrefix)
+	logEnd, _ := store.PrefixEnd(store.LogSKPrefix)
+	logHi := quote(logEnd)
+	getItem := `SELECT ` + itemCols + ` FROM items WHERE pk = ? AND sk = ?`
+	getLease := `SELECT attempt_id, fence, lease_until FROM items WHERE pk = ? AND sk = ` + lease
+	getCounter := `SELECT consecutive, total FROM items WHERE pk = ? AND sk = ?`
+	st.wGetItem = p(w, getItem)
+	st.wInsertItem = p(w, `INSERT INTO items (pk, sk, version, fence, gsi1pk, gsi1sk, gsi2pk, gsi2sk, expires_at, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pk, sk) DO NOTHING`)
+	st.wUpdateItem = p(w, `UPDATE items SET version = ?, fence = ?, gsi1pk = ?, gsi1sk = ?, gsi2pk = ?, gsi2sk = ?,
+		expires_at = ?, body = ? WHERE pk = ? AND sk = ? AND version = ? AND fence <= ?`)
+	st.wGetVersion = p(w, `SELECT version FROM items WHERE pk = ? AND sk = ?`)
+	st.wGetLease = p(w, getLease)
+	st.wInsLease = p(w, `INSERT INTO items (pk, sk, version, fence, attempt_id, lease_until)
+		VALUES (?, `+lease+`, ?, ?, ?, ?)`)
+	st.wUpdLease = p(w, `UPDATE items SET version = ?, fence = ?, attempt_id = ?, lease_until = ?
+		WHERE pk = ? AND sk = `+lease+` AND fence = ?`)
+	st.wInsMember = p(w, `INSERT INTO counter_members (pk, sk, member) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`)
+	st.wGetCounter = p(w, getCounter)
+	st.wPutCounter = p(w, `INSERT INTO items (pk, sk, version, fence, consecutive, total) VALUES (?, ?, 1, 0, ?, ?)
+		ON CONFLICT (pk, sk) DO UPDATE SET version = version + 1, consecutive = excluded.consecutive, total = excluded.total`)
+	st.wLastLog = p(w, `SELECT sk FROM items WHERE pk = ? AND sk >= `+logLo+` AND sk < `+logHi+` ORDER BY sk DESC LIMIT 1`)
+	st.wInsLog = p(w, `INSERT INTO items (pk, sk, version, fence, body, at) VALUES (?, ?, 1, 0, ?, ?)`)
+
+	st.rGetItem = p(r, getItem)
+	st.rGetLease = p(r, getLease)
+	st.rGetCounter = p(r, getCounter)
+	st.rReadLog = p(r, `SELECT sk, at, body FROM items WHERE pk = ? AND sk > ? AND sk < `+logHi+` ORDER BY sk LIMIT ?`)
+	return err
+}
+
+// quote is an SQL string literal of one of the store's constant keys.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func (st *statements) close() {
+	for _, s := range st.list {
+		s.Close()
+	}
+	st.list = nil
+}
