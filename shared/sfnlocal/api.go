@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -221,7 +222,7 @@ func (e *Engine) startExecution(ctx context.Context, in startExecutionInput) (an
 	// Standard workflows: the same name and input while the execution runs
 	// is the same request again; anything else under that name is refused.
 	repeat := func(r *record) (any, error) {
-		if r.Status == statusRunning && string(r.Input) == input {
+		if r.Status == statusRunning && r.Input == input {
 			return started(r), nil
 		}
 		return nil, clientError("ExecutionAlreadyExists", "Execution Already Exists: '%s'", e.ExecutionArn(name))
@@ -234,7 +235,7 @@ func (e *Engine) startExecution(ctx context.Context, in startExecutionInput) (an
 	}
 
 	now := e.clock.Now()
-	w := &record{StateMachine: e.smName, Name: name, Input: json.RawMessage(input), Start: ms(now), Status: statusRunning}
+	w := &record{StateMachine: e.smName, Name: name, Input: input, Start: ms(now), Status: statusRunning}
 	if e.sm.TimeoutSeconds > 0 {
 		w.Deadline = ms(now) + e.sm.TimeoutSeconds*1000
 	}
@@ -308,7 +309,7 @@ func (e *Engine) describeExecution(ctx context.Context, arn string) (any, error)
 		"name":            r.Name,
 		"status":          r.Status,
 		"startDate":       epochSeconds(fromMS(r.Start)),
-		"input":           string(r.Input),
+		"input":           r.Input,
 		"inputDetails":    map[string]bool{"included": true},
 		"redriveCount":    0,
 		"redriveStatus":   "NOT_REDRIVABLE",
@@ -329,39 +330,56 @@ func (e *Engine) describeExecution(ctx context.Context, arn string) (any, error)
 	return out, nil
 }
 
-// history assembles an execution's events: the log batches, then the
-// events still buffered in the execution item, each id once.
-func (e *Engine) history(ctx context.Context, r *record) ([]json.RawMessage, error) {
-	var events []json.RawMessage
-	var last int64
-	take := func(from int64, evs []json.RawMessage) {
-		for i, ev := range evs {
-			if id := from + int64(i); id == last+1 {
-				events = append(events, ev)
-				last = id
-			}
-		}
-	}
-	stream := histPrefix + r.Name
+// readLog returns every entry of an execution's log, in order.
+func (e *Engine) readLog(ctx context.Context, name string) ([]logEntry, error) {
+	var out []logEntry
 	var after int64
 	for {
-		entries, err := e.store.ReadLog(ctx, stream, after, 1000)
+		entries, err := e.store.ReadLog(ctx, histPrefix+name, after, store.MaxLimit)
 		if err != nil {
-			return nil, fmt.Errorf("read history of %s: %w", r.Name, err)
+			return nil, fmt.Errorf("read log of %s: %w", name, err)
 		}
 		for _, en := range entries {
-			var b logBatch
-			if err := json.Unmarshal(en.Body, &b); err != nil {
-				return nil, fmt.Errorf("decode history of %s: %w", r.Name, err)
+			var le logEntry
+			if err := json.Unmarshal(en.Body, &le); err != nil {
+				return nil, fmt.Errorf("decode log entry %d of %s: %w", en.Seq, name, err)
 			}
-			take(b.From, b.Events)
+			out = append(out, le)
 			after = en.Seq
 		}
-		if len(entries) < 1000 {
-			break
+		if len(entries) < store.MaxLimit {
+			return out, nil
 		}
 	}
-	take(r.NextEventID-int64(len(r.Events))+1, r.Events)
+}
+
+// history assembles an execution's events from its log and the events the
+// record still holds, each id once, in order. (An entry may have been
+// written twice when a process stopped between two writes.)
+func (e *Engine) history(ctx context.Context, r *record) ([]json.RawMessage, error) {
+	entries, err := e.readLog(ctx, r.Name)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int64]json.RawMessage{}
+	for _, le := range entries {
+		for i, ev := range le.Events {
+			byID[le.From+int64(i)] = ev
+		}
+	}
+	first := r.firstEventID()
+	for i, ev := range r.Events {
+		byID[first+int64(i)] = ev
+	}
+	ids := make([]int64, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	events := make([]json.RawMessage, len(ids))
+	for i, id := range ids {
+		events[i] = byID[id]
+	}
 	return events, nil
 }
 

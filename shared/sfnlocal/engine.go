@@ -226,24 +226,71 @@ func (e *Engine) resume(ctx context.Context, it store.Item) error {
 	if r.StateMachine != e.smName || r.Status != statusRunning {
 		return nil
 	}
-	x := &execution{rec: r, version: it.Version}
-	if x.input, err = asl.DecodeJSON(r.Input); err != nil {
-		return fmt.Errorf("sfnlocal: execution %s: stored input: %w", r.Name, err)
+	// The item holds the position of the first boundary; the log holds
+	// every later one. The last position logged is where the execution is.
+	entries, err := e.readLog(ctx, r.Name)
+	if err != nil {
+		return fmt.Errorf("sfnlocal: %w", err)
 	}
-	if r.in, err = asl.DecodeJSON(r.StateInput); err != nil {
-		return fmt.Errorf("sfnlocal: execution %s: stored state input: %w", r.Name, err)
+	itemFirst := r.firstEventID()
+	itemEvents := r.Events
+	last := r.NextEventID
+	for _, le := range entries {
+		if le.Pos != nil {
+			r.position = *le.Pos
+		}
+		r.Logged = max(r.Logged, le.To)
+	}
+	r.NextEventID = max(r.NextEventID, r.Logged, last)
+	// The item's own events (those of its creation) stay buffered until
+	// the log has them.
+	r.Events = nil
+	for i, ev := range itemEvents {
+		if itemFirst+int64(i) > r.Logged {
+			r.Events = append(r.Events, ev)
+		}
+	}
+	x := &execution{rec: r, version: it.Version}
+	if x.input, err = asl.DecodeJSON([]byte(r.Input)); err != nil {
+		return fmt.Errorf("sfnlocal: execution %s: stored input: %w", r.Name, err)
 	}
 	e.mu.Lock()
 	e.execs[r.Name] = x
 	e.mu.Unlock()
 
 	x.mu.Lock()
-	if _, ok := e.sm.States[r.State]; !ok {
+	now := e.clock.Now()
+	if r.State == "" && r.NextEventID == 0 {
+		// Created bare (its input was too large to share the item with its
+		// first position) and stopped before logging that position: start
+		// it now, as it would have started.
+		w := x.rec.clone()
+		w.addEvent(fromMS(w.Start), event{Type: "ExecutionStarted", ExecutionStarted: &execStartedDetails{Input: w.Input, InputDetails: notTruncated, RoleArn: e.roleArn()}})
+		e.enter(x, w, e.sm.StartAt, x.input, now)
+		if err := e.commit(ctx, x, w); err != nil {
+			x.mu.Unlock()
+			return fmt.Errorf("sfnlocal: execution %s: %w", r.Name, err)
+		}
+		e.kick(x)
+		e.unlock(x)
+		return nil
+	}
+	var problem string
+	switch {
+	case e.sm.States[r.State] == nil:
 		// The definition changed under a running execution. Step Functions
 		// pins the definition an execution started with; this engine keeps
 		// only the current one, so the execution cannot continue.
+		problem = fmt.Sprintf("the state %q no longer exists in the state machine definition", r.State)
+	}
+	if problem == "" {
+		if r.in, err = asl.DecodeJSON(r.StateInput); err != nil {
+			problem = "the stored state input is not JSON: " + err.Error()
+		}
+	}
+	if problem != "" {
 		w := x.rec.clone()
-		e.failExecution(w, asl.ErrRuntime, fmt.Sprintf("the state %q no longer exists in the state machine definition", r.State), e.clock.Now())
+		e.failExecution(w, asl.ErrRuntime, problem, now)
 		if err := e.commit(ctx, x, w); err != nil {
 			x.mu.Unlock()
 			return fmt.Errorf("sfnlocal: execution %s: %w", r.Name, err)

@@ -113,6 +113,12 @@ func (t *epochSeconds) UnmarshalJSON(b []byte) error {
 
 func strp(s string) *string { return &s }
 
+// maxEventBytes bounds one encoded history event. Data embedded as a JSON
+// string can double in size through escaping; beyond this the data is left
+// out and marked truncated (inputDetails/outputDetails), as Step Functions
+// does with data it cannot show, so every event fits in one store item.
+const maxEventBytes = 160 << 10
+
 // addEvent appends an event to the record's not-yet-logged history,
 // assigning its id and previous event id.
 func (r *record) addEvent(at time.Time, ev event) {
@@ -121,12 +127,61 @@ func (r *record) addEvent(at time.Time, ev event) {
 	ev.Previous = ev.ID - 1
 	ev.Timestamp = epochSeconds(at)
 	b, err := json.Marshal(ev)
+	if err == nil && len(b) > maxEventBytes {
+		ev.truncate()
+		b, err = json.Marshal(ev)
+	}
 	if err != nil {
 		// Every field is a plain string, number or struct of them.
 		panic("encode history event: " + err.Error())
 	}
 	r.Events = append(r.Events, b)
-	r.eventBytes += len(b)
+}
+
+var truncated = &dataDetails{Truncated: true}
+
+// truncate drops the data of an event that is too large to keep.
+func (ev *event) truncate() {
+	if d := ev.ExecutionStarted; d != nil {
+		d.Input, d.InputDetails = "", truncated
+	}
+	for _, d := range []*outputDetails{ev.ExecutionSucceeded, ev.LambdaSucceeded} {
+		if d != nil {
+			d.Output, d.OutputDetails = "", truncated
+		}
+	}
+	for _, d := range []*stateDetails{ev.StateEntered, ev.StateExited} {
+		if d == nil {
+			continue
+		}
+		if d.Input != nil {
+			d.Input, d.InputDetails = strp(""), truncated
+		}
+		if d.Output != nil {
+			d.Output, d.OutputDetails = strp(""), truncated
+		}
+	}
+	if d := ev.LambdaScheduled; d != nil {
+		d.Input, d.InputDetails = "", truncated
+	}
+	if d := ev.TaskScheduled; d != nil {
+		d.Parameters = ""
+	}
+	for _, d := range []*taskDetails{ev.TaskSubmitted, ev.TaskSucceeded} {
+		if d != nil && d.Output != nil {
+			d.Output, d.OutputDetails = strp(""), truncated
+		}
+	}
+	for _, d := range []*errorDetails{ev.ExecutionFailed, ev.ExecutionAborted, ev.ExecutionTimedOut, ev.LambdaFailed, ev.LambdaTimedOut} {
+		if d != nil && len(d.Cause) > maxEventBytes/4 {
+			d.Cause = d.Cause[:maxEventBytes/4]
+		}
+	}
+	for _, d := range []*taskDetails{ev.TaskFailed, ev.TaskTimedOut} {
+		if d != nil && len(d.Cause) > maxEventBytes/4 {
+			d.Cause = d.Cause[:maxEventBytes/4]
+		}
+	}
 }
 
 // stateEventType names the entered/exited events of a state type.
@@ -135,13 +190,4 @@ func stateEventType(typ string, exited bool) string {
 		return typ + "StateExited"
 	}
 	return typ + "StateEntered"
-}
-
-// logBatch is one entry of the history log stream: consecutive events
-// From..To. A batch may be appended twice after a crash; readers skip
-// events they already have.
-type logBatch struct {
-	From   int64             `json:"from"`
-	To     int64             `json:"to"`
-	Events []json.RawMessage `json:"events"`
 }

@@ -31,9 +31,15 @@ const (
 	phaseToken = "token"
 )
 
-// Store keys. One item per execution holds everything needed to resume it;
-// history batches go to a log stream; the sparse index lists running
-// executions so Start finds them after a restart.
+// Store layout (see doc.go):
+//
+//	SFNEXEC#<name> / META   the execution item: written when the execution
+//	                        starts and when it closes (PutOnce, then one
+//	                        CompareAndSwap). While it runs it is listed in
+//	                        the sparse index GSI2PK=OPEN#SFN.
+//	SFNHIST#<name>          a log stream: one entry per state boundary in
+//	                        between, holding the history events since the
+//	                        previous write and the position reached.
 const (
 	execPKPrefix  = "SFNEXEC#"
 	execSK        = "META"
@@ -43,23 +49,37 @@ const (
 	maxClosedKept = 16
 )
 
-// record is the durable state of one execution (the Body of its META item).
-// Times are Unix milliseconds.
+// record is an execution: its identity and outcome, its position, and the
+// history events not yet written anywhere durable. Times are Unix ms.
 type record struct {
-	StateMachine string          `json:"sm"`
-	Name         string          `json:"name"`
-	Input        json.RawMessage `json:"input"`
-	Start        int64           `json:"start"`
-	Status       string          `json:"status"`
-	Stop         int64           `json:"stop,omitempty"`
-	Output       json.RawMessage `json:"output,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	Cause        string          `json:"cause,omitempty"`
+	StateMachine string `json:"sm"`
+	Name         string `json:"name"`
+	// Input is kept as given (not re-encoded): a repeated StartExecution
+	// compares it byte for byte, and DescribeExecution returns it unchanged.
+	Input  string          `json:"input"`
+	Start  int64           `json:"start"`
+	Status string          `json:"status"`
+	Stop   int64           `json:"stop,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Cause  string          `json:"cause,omitempty"`
 	// Deadline is the execution timeout (top-level TimeoutSeconds).
 	Deadline int64 `json:"deadline,omitempty"`
 
-	// Position, while RUNNING: the current state, its raw input, when it
-	// was entered, the phase and its due time.
+	position
+
+	// Events are history events not yet in the log (ids Logged+1 ..
+	// NextEventID). In the execution item they are the events of its write.
+	Events []json.RawMessage `json:"events,omitempty"`
+	Logged int64             `json:"logged,omitempty"`
+
+	// in is StateInput decoded (not stored).
+	in any
+}
+
+// position is where a running execution is: everything needed to resume it.
+// Each log entry carries the position reached at that boundary.
+type position struct {
 	State      string          `json:"state,omitempty"`
 	StateInput json.RawMessage `json:"stateInput,omitempty"`
 	Entered    int64           `json:"entered,omitempty"`
@@ -84,16 +104,8 @@ type record struct {
 	// why, so SendTask* can answer TaskTimedOut rather than TaskDoesNotExist.
 	Closed []closedToken `json:"closed,omitempty"`
 
-	// NextEventID is the id of the last history event; Events the events
-	// not yet appended to the history log; Logged the last id appended.
-	NextEventID int64             `json:"lastEvent"`
-	Events      []json.RawMessage `json:"events,omitempty"`
-	Logged      int64             `json:"logged,omitempty"`
-
-	// in is StateInput decoded (not persisted).
-	in any
-	// eventBytes is the size of Events (not persisted).
-	eventBytes int
+	// NextEventID is the id of the last history event.
+	NextEventID int64 `json:"lastEvent"`
 }
 
 // outcome is a task token's result reported through the API.
@@ -109,7 +121,27 @@ type closedToken struct {
 	TimedOut bool   `json:"timedOut,omitempty"`
 }
 
-// clone copies the record so a transition can be prepared, persisted, and
+// logEntry is one entry of an execution's log stream: the history events
+// From..To (none when From is 0) and the position after them.
+type logEntry struct {
+	From   int64             `json:"from,omitempty"`
+	To     int64             `json:"to,omitempty"`
+	Events []json.RawMessage `json:"events,omitempty"`
+	Pos    *position         `json:"pos,omitempty"`
+}
+
+// encode encodes the entry (its events are already JSON).
+func (le logEntry) encode() ([]byte, error) {
+	events := le.Events
+	le.Events = nil
+	b, err := json.Marshal(le)
+	if err != nil {
+		return nil, fmt.Errorf("encode log entry: %w", err)
+	}
+	return spliceEvents(b, events), nil
+}
+
+// clone copies the record so a transition can be prepared, written, and
 // only then made current. Slices that transitions modify are copied.
 func (r *record) clone() *record {
 	c := *r
@@ -137,16 +169,23 @@ func (r *record) clearPosition() {
 	r.Retries, r.RetryCount = nil, 0
 }
 
+// firstEventID is the id of Events[0].
+func (r *record) firstEventID() int64 { return r.NextEventID - int64(len(r.Events)) + 1 }
+
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-// item builds the store item of the record at the given version.
+// item builds the execution item at the given version.
 func (r *record) item(version int64) (store.Item, error) {
+	events := r.Events
+	r.Events = nil
 	body, err := json.Marshal(r)
+	r.Events = events
 	if err != nil {
 		return store.Item{}, fmt.Errorf("encode execution %s: %w", r.Name, err)
 	}
+	body = spliceEvents(body, events)
 	sortKey := fmt.Sprintf("%013d#%s", r.Start, r.Name)
 	it := store.Item{
 		PK:      execPKPrefix + r.Name,
@@ -167,10 +206,32 @@ func decodeRecord(it store.Item) (*record, error) {
 	if err := json.Unmarshal(it.Body, r); err != nil {
 		return nil, fmt.Errorf("decode execution item %s: %w", it.Key(), err)
 	}
-	for _, e := range r.Events {
-		r.eventBytes += len(e)
-	}
 	return r, nil
+}
+
+// spliceEvents adds "events":[...] to an encoded object. The events are
+// already compact JSON; json.Marshal would scan and copy each again.
+func spliceEvents(obj []byte, events []json.RawMessage) []byte {
+	if len(events) == 0 {
+		return obj
+	}
+	n := len(obj) + len(`,"events":[]`) + len(events)
+	for _, e := range events {
+		n += len(e)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, obj[:len(obj)-1]...)
+	if len(obj) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"events":[`...)
+	for i, e := range events {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, "]}"...)
 }
 
 func execKey(name string) store.Key { return store.Key{PK: execPKPrefix + name, SK: execSK} }

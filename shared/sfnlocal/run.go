@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/asl"
+	"github.com/openprogram/lifecycle/shared/store"
 )
 
 const (
@@ -19,37 +20,35 @@ const (
 	// without any Task or pending Wait between them: such a loop would spin
 	// forever. Step Functions stops it at 25,000 history events.
 	maxImmediateTransitions = 1000
-	// historyFlushBytes: history events accumulate in the execution item
-	// and move to the history log once they exceed this size, so most state
-	// transitions cost one write, not two.
-	historyFlushBytes = 8 << 10
 	// storeBackoff is how long to wait before trying again after the store
 	// refused a write.
 	storeBackoff = time.Second
 )
 
-// commit makes w the execution's current record: it writes the execution
-// item (creating it if new), moves a large history buffer to the log, and
-// updates timers. On error nothing changed, in the store or in memory.
+// commit makes w the execution's current record: durable first, then
+// current in memory, then timers and status events follow. On error
+// nothing changed in memory (a partial write is harmless: see doc.go).
+//
+// Writes: a new execution is one PutOnce of its item; a closing one is one
+// CompareAndSwap of its item; every other boundary is one Append to its log.
 func (e *Engine) commit(ctx context.Context, x *execution, w *record) error {
-	it, err := w.item(x.version + 1)
-	if err != nil {
-		return err
-	}
-	if x.version == 0 {
-		err = e.store.PutOnce(ctx, it)
-	} else {
-		err = e.store.CompareAndSwap(ctx, it, x.version, 0)
+	var err error
+	switch {
+	case x.version == 0:
+		err = e.writeCreated(ctx, w)
+	case w.Status != statusRunning:
+		err = e.writeClosed(ctx, x.version, w)
+	default:
+		err = e.appendLog(ctx, w, true)
 	}
 	if err != nil {
 		return fmt.Errorf("write execution %s: %w", w.Name, err)
 	}
 	wasRunning := x.rec == nil || x.rec.Status == statusRunning
-	x.version++
-	x.rec = w
-	if w.eventBytes > historyFlushBytes {
-		e.flushHistory(ctx, w)
+	if x.version == 0 || w.Status != statusRunning {
+		x.version++
 	}
+	x.rec = w
 	if wasRunning && w.Status != statusRunning {
 		x.pending = append(x.pending, e.statusEvent(w))
 		e.mu.Lock()
@@ -62,24 +61,105 @@ func (e *Engine) commit(ctx context.Context, x *execution, w *record) error {
 	return nil
 }
 
-// flushHistory appends the buffered events to the history log. The
-// execution item still holds them until its next write; readers skip the
-// duplicates by event id. A failed append is harmless: the events stay
-// buffered and go with the next flush.
-func (e *Engine) flushHistory(ctx context.Context, w *record) {
-	if len(w.Events) == 0 {
-		return
-	}
-	batch := logBatch{From: w.NextEventID - int64(len(w.Events)) + 1, To: w.NextEventID, Events: w.Events}
-	body, err := json.Marshal(batch)
+// itemBudget leaves room in store.MaxBodyBytes for keys and attributes.
+const itemBudget = store.MaxBodyBytes - 4<<10
+
+// writeCreated creates the execution item, with the events and position of
+// the first boundary. (The events also go into the first log entry, so the
+// item can later be rewritten at close without them.) When that does not
+// fit in one item, the item is created bare and the rest logged.
+func (e *Engine) writeCreated(ctx context.Context, w *record) error {
+	it, err := w.item(1)
 	if err != nil {
-		return
+		return err
 	}
-	if _, err := e.store.Append(ctx, histPrefix+w.Name, body); err != nil {
-		e.log.Warn("sfnlocal: history append failed; will retry with the next flush", "execution", w.Name, "err", err)
-		return
+	if len(it.Body) <= itemBudget {
+		return e.store.PutOnce(ctx, it)
 	}
-	w.Events, w.eventBytes, w.Logged = nil, 0, batch.To
+	bare := *w
+	bare.position = position{}
+	bare.Events = nil
+	if it, err = bare.item(1); err != nil {
+		return err
+	}
+	if err := e.store.PutOnce(ctx, it); err != nil {
+		return err
+	}
+	return e.appendLog(ctx, w, true)
+}
+
+// writeClosed rewrites the execution item with the outcome and the events
+// not yet logged, and takes it out of the open index.
+func (e *Engine) writeClosed(ctx context.Context, version int64, w *record) error {
+	it, err := w.item(version + 1)
+	if err != nil {
+		return err
+	}
+	if len(it.Body) > itemBudget && len(w.Events) > 0 {
+		if err := e.appendLog(ctx, w, false); err != nil {
+			return err
+		}
+		if it, err = w.item(version + 1); err != nil {
+			return err
+		}
+	}
+	if len(it.Body) > itemBudget {
+		// Input and output together exceed one item. Step Functions would
+		// hold them; this engine keeps both in the execution item, so it
+		// reports the limit instead of losing the output.
+		w.Status, w.Output = statusFailed, nil
+		w.Error = asl.ErrDataLimitExceeded
+		w.Cause = fmt.Sprintf("the execution's input and output together exceed the %d bytes the embedded engine can store for one execution", itemBudget)
+		if it, err = w.item(version + 1); err != nil {
+			return err
+		}
+	}
+	return e.store.CompareAndSwap(ctx, it, version, 0)
+}
+
+// appendLog writes the events not yet logged (and, with pos, the position)
+// as log entries, in batches that each fit in one item; usually one entry.
+// On success the events count as logged.
+func (e *Engine) appendLog(ctx context.Context, w *record, pos bool) error {
+	stream := histPrefix + w.Name
+	from := w.firstEventID()
+	events := w.Events
+	for len(events) > 0 || pos {
+		n, size := 0, 0
+		for n < len(events) && (n == 0 || size+len(events[n]) <= itemBudget/2) {
+			size += len(events[n])
+			n++
+		}
+		entry := logEntry{}
+		if n > 0 {
+			entry.From, entry.To, entry.Events = from, from+int64(n)-1, events[:n]
+		}
+		if n == len(events) && pos {
+			p := w.position
+			entry.Pos = &p
+		}
+		body, err := entry.encode()
+		if err != nil {
+			return err
+		}
+		if len(body) > itemBudget && entry.Pos != nil && n > 0 {
+			// The position does not fit beside the events: it goes next.
+			entry.Pos = nil
+			if body, err = entry.encode(); err != nil {
+				return err
+			}
+		}
+		if _, err := e.store.Append(ctx, stream, body); err != nil {
+			return err
+		}
+		from += int64(n)
+		events = events[n:]
+		if entry.Pos != nil {
+			pos = false
+		}
+	}
+	w.Events, w.Logged = nil, w.NextEventID
+	return nil
 }
 
 // unlock releases the execution and then delivers the status-change events
@@ -169,7 +249,18 @@ func (e *Engine) drive(x *execution) {
 // where it was in memory too, and the step is tried again after a delay
 // (for a Task: the function is invoked again, at least once semantics).
 func (e *Engine) commitOrBackoff(x *execution, w *record, now time.Time) bool {
-	if err := e.commit(e.baseCtx, x, w); err != nil {
+	err := e.commit(e.baseCtx, x, w)
+	if errors.Is(err, store.ErrInvalid) {
+		// The store refuses this data outright (too large for an item);
+		// trying again cannot help. End the execution instead of looping.
+		e.log.Error("sfnlocal: the store refused the execution's data; failing it", "execution", x.rec.Name, "err", err)
+		f := x.rec.clone()
+		f.Events = nil
+		f.Logged = f.NextEventID
+		e.failExecution(f, asl.ErrRuntime, "the embedded store refused the execution's data: "+err.Error(), now)
+		err = e.commit(e.baseCtx, x, f)
+	}
+	if err != nil {
 		e.log.Error("sfnlocal: cannot record execution progress; retrying", "execution", x.rec.Name, "state", x.rec.State, "err", err)
 		x.backoffUntil = ms(now.Add(storeBackoff))
 		e.arm(x)

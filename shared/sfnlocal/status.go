@@ -58,7 +58,7 @@ func (e *Engine) statusEvent(r *record) StatusChangeEvent {
 		Name:            r.Name,
 		Status:          r.Status,
 		StartDate:       r.Start,
-		Input:           string(r.Input),
+		Input:           r.Input,
 		InputDetails:    &includedData{Included: true},
 	}
 	at := fromMS(r.Start)
