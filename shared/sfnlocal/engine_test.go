@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -354,7 +356,9 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{"missing substitution", func(c *Config) { c.Substitutions = nil }, "${F}"},
 		{"function not registered", func(c *Config) { c.Functions = nil }, "States.T: no function registered for " + arn("f")},
-		{"invalid definition", func(c *Config) { c.Definition = []byte(`{"StartAt": "T", "States": {"T": {"Type": "Pass", "End": true, "X": 1}}}`) }, "States.T.X: unknown field"},
+		{"invalid definition", func(c *Config) {
+			c.Definition = []byte(`{"StartAt": "T", "States": {"T": {"Type": "Pass", "End": true, "X": 1}}}`)
+		}, "States.T.X: unknown field"},
 		{"bad name", func(c *Config) { c.StateMachineName = "a b" }, "not a valid state machine name"},
 	}
 	for _, tc := range tests {
@@ -521,5 +525,49 @@ func TestLargeData(t *testing.T) {
 	if aws.ToString(h.describe("big").Input) != input {
 		got := aws.ToString(h.describe("big").Input)
 		t.Fatalf("DescribeExecution lost the input: %d bytes %.80q", len(got), got)
+	}
+}
+
+// Close stops everything the engine started: no goroutine outlives it.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	settle := func() int {
+		n := runtime.NumGoroutine()
+		for range 200 {
+			time.Sleep(5 * time.Millisecond)
+			if m := runtime.NumGoroutine(); m <= n {
+				n = m
+			}
+		}
+		return n
+	}
+	before := settle()
+	box := &tokenBox{}
+	def := `{"StartAt": "C", "States": {
+		"C": {"Type": "Choice", "Choices": [{"Variable": "$.kind", "StringEquals": "wait", "Next": "W"},
+			{"Variable": "$.kind", "StringEquals": "slow", "Next": "S"}], "Default": "Await"},
+		"W": {"Type": "Wait", "Seconds": 100, "End": true},
+		"S": {"Type": "Task", "Resource": "` + arn("slow") + `", "TimeoutSeconds": 100, "End": true},
+		"Await": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+			"Parameters": {"FunctionName": "` + arn("approval") + `", "Payload": {"token.$": "$$.Task.Token"}}, "HeartbeatSeconds": 50, "End": true}}}`
+	started := make(chan struct{}, 1)
+	h := newHarness(t, def, map[string]LambdaFunc{
+		"approval": box.fn(),
+		"slow": func(ctx context.Context, _ []byte) ([]byte, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	})
+	h.start("w", `{"kind": "wait"}`)
+	h.start("s", `{"kind": "slow"}`)
+	h.start("a", `{"kind": "await"}`)
+	<-started
+	h.waitEvent("a", types.HistoryEventTypeTaskSubmitted, 1)
+	h.close()
+	http.DefaultClient.CloseIdleConnections()
+	if after := settle(); after > before {
+		buf := make([]byte, 1<<16)
+		n := runtime.Stack(buf, true)
+		t.Fatalf("%d goroutines before, %d after Close:\n%s", before, after, buf[:n])
 	}
 }

@@ -3,7 +3,6 @@ package sfnlocal
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -276,5 +275,3 @@ func (e *TransientError) Error() string { return e.msg }
 type PermanentError struct{ msg string }
 
 func (e *PermanentError) Error() string { return e.msg }
-
-func errorType(err error, target any) bool { return errors.As(err, target) }
