@@ -184,6 +184,10 @@ func parseState(name string, raw any, jp string, r *reporter) *State {
 			if res, _ := obj["Resource"].(string); res == ResourceARNLambdaInvoke || res == ResourceARNLambdaInvokeWait {
 				continue // the Invoke envelope; checkTask reads it
 			}
+			if _, ok := v.(map[string]any); !ok {
+				r.add(fp, "must be an object")
+				continue
+			}
 			st.Parameters = parseTemplate(v, fp, r)
 		case "ResultSelector":
 			if _, ok := v.(map[string]any); !ok {

@@ -113,6 +113,7 @@ func TestParseRefusesWithPath(t *testing.T) {
 		{"operator type", def("C", `"C": {"Type": "Choice", "Choices": [{"Variable": "$.a", "NumericEquals": "1", "Next": "D"}]}, "D": {"Type": "Succeed"}`), "States.C.Choices[0].NumericEquals: NumericEquals needs a number"},
 		{"unknown operator", def("C", `"C": {"Type": "Choice", "Choices": [{"Variable": "$.a", "StringContains": "x", "Next": "D"}]}, "D": {"Type": "Succeed"}`), "States.C.Choices[0].StringContains: unknown field"},
 		{"wait with two", def("W", `"W": {"Type": "Wait", "Seconds": 1, "SecondsPath": "$.s", "End": true}`), "States.W: a Wait state needs exactly one of"},
+		{"parameters not an object", def("A", `"A": {"Type": "Pass", "Parameters": [1], "End": true}`), "States.A.Parameters: must be an object"},
 		{"bad timestamp", def("W", `"W": {"Type": "Wait", "Timestamp": "tomorrow", "End": true}`), "States.W.Timestamp: must be an ISO-8601 timestamp"},
 	}
 	for _, tc := range tests {

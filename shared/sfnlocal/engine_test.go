@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -397,6 +398,11 @@ func TestStatusChangeEvents(t *testing.T) {
 	}
 	if _, ok := detail["stopDate"].(float64); !ok {
 		t.Fatalf("stopDate missing: %s", b)
+	}
+	var cw events.CloudWatchEvent
+	if err := json.Unmarshal(b, &cw); err != nil || cw.DetailType != StatusChangeDetailType || cw.Source != "aws.states" ||
+		len(cw.Resources) != 1 || cw.Resources[0] != h.eng.ExecutionArn("s") || !cw.Time.Equal(t0) {
+		t.Fatalf("not an EventBridge event as aws-lambda-go reads it: %+v %v", cw, err)
 	}
 	b, _ = json.Marshal(st[0])
 	_ = json.Unmarshal(b, &generic)
