@@ -440,7 +440,7 @@ func TestLongHistory(t *testing.T) {
 		return map[string]any{"n": in.N + 1, "pad": strings.Repeat("p", 200)}, nil
 	})})
 	h.start("long", `{"n": 0}`)
-	h.waitEvent("long", types.HistoryEventTypeWaitStateEntered, 1)
+	h.waitTimer() // the Wait after the loop
 	check := func() {
 		evs := h.history("long")
 		if n := count(evs, types.HistoryEventTypeLambdaFunctionSucceeded); n != 60 {
