@@ -21,7 +21,9 @@ import (
 
 type fixedPolicy struct{ p *permission.Policy }
 
-func (f fixedPolicy) Policy(context.Context, ids.SessionID) (*permission.Policy, error) { return f.p, nil }
+func (f fixedPolicy) Policy(context.Context, ids.SessionID) (*permission.Policy, error) {
+	return f.p, nil
+}
 
 type countingExecutor struct{ calls atomic.Int64 }
 
