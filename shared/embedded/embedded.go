@@ -59,6 +59,9 @@ type Config struct {
 	Logger      *slog.Logger
 	// ApprovalTimeout must match the ASL's AwaitApproval TimeoutSeconds (default 24h).
 	ApprovalTimeout time.Duration
+	// WrapFunction, if set, wraps each function the engine invokes (the
+	// benchmarks count invocations with it).
+	WrapFunction func(name string, f sfnlocal.LambdaFunc) sfnlocal.LambdaFunc
 }
 
 // Stack is the running embedded lifecycle.
@@ -170,6 +173,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		arn := FunctionARN(name)
 		subs[placeholder] = arn
 		functions[arn] = sfnlocal.Handler(h)
+		if cfg.WrapFunction != nil {
+			functions[arn] = cfg.WrapFunction(name, functions[arn])
+		}
 	}
 	s.Engine, err = sfnlocal.New(sfnlocal.Config{
 		Store: s.Store, Definition: statemachines.ActionLifecycle, Substitutions: subs,
