@@ -64,6 +64,7 @@ $(NODE_TOOLS)/asl-validator-$(ASL_VALIDATOR_VERSION).stamp:
 ## bench: store operation cost at 1k and 100k stored actions, end-to-end lifecycle throughput
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x ./shared/store/sqlitestore/
+	$(GO) test -run '^$$' -bench AllowPath -benchtime 2000x ./shared/sfnlocal/
 
 ## fuzz: a short fuzzing pass over the rule parser and the Bash analysis
 FUZZTIME ?= 30s
