@@ -76,6 +76,7 @@ func TestApprovalByHumanOnly(t *testing.T) {
 	decision := httpapi.DecisionBody{Decision: "approve", Digest: ap.ArgsDigest}
 
 	// An agent cannot approve, even claiming to be the UI.
+	s.waiting(v.ActionID)
 	mark := s.st.mark()
 	r := s.do(req{method: "POST", path: path, token: agent, body: decision, header: map[string]string{auth.OriginHeader: "ui"}})
 	if r.status != http.StatusForbidden {

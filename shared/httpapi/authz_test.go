@@ -44,6 +44,7 @@ func seedVictim(t *testing.T, s *stack) victim {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	s.waiting(v.action.ActionID, v.hostTask.ActionID)
 	return v
 }
 

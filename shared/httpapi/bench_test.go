@@ -11,8 +11,10 @@ import (
 	"github.com/openprogram/lifecycle/shared/auth"
 )
 
-// BenchmarkSubmit measures one authenticated submission over HTTP into the
-// SQLite store (prepare once + start), loopback included.
+// BenchmarkSubmit measures one authenticated submission over HTTP (prepare
+// once, StartExecution on the embedded engine over loopback); the engine
+// runs each submitted action's whole allow path in the background, so this
+// is submission cost under that load on the same cores.
 func BenchmarkSubmit(b *testing.B) {
 	s := newStack(b)
 	tok := s.token(auth.RoleAgent, "ses_b")

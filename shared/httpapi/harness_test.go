@@ -17,7 +17,9 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/embedded"
 	"github.com/openprogram/lifecycle/shared/eventbus"
+	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
@@ -44,10 +46,6 @@ func (d ruleDecider) Revalidate(_ context.Context, _ actionflow.Action, prior ac
 func (ruleDecider) ApprovalCompleted(context.Context, actionflow.Action, actionflow.Approval) error {
 	return nil
 }
-
-type routes map[string]string
-
-func (r routes) Route(tool string) (string, bool) { k, ok := r[tool]; return k, ok }
 
 type countingExecutor struct{ calls atomic.Int64 }
 
@@ -160,8 +158,8 @@ func (fakeTools) VisibleTools(_ context.Context, session ids.SessionID) (httpapi
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// stack is the API over the real SQLite store and actionflow.Service, with
-// the in-test state machine.
+// stack is the API over the embedded lifecycle: SQLite store,
+// actionflow.Service, the embedded Step Functions engine running the ASL.
 type stack struct {
 	t       testing.TB
 	url     string
@@ -181,17 +179,19 @@ func newStack(t testing.TB, opts ...func(*httpapi.Config)) *stack {
 }
 
 // newStackWith builds the stack with the decider wire returns (nil: the
-// by-tool test decider), and the API options it returns.
+// by-tool test decider), and the API options it returns. The lifecycle is
+// the real embedded stack (package embedded): the embedded Step Functions
+// engine runs the ASL file and invokes the handlers; the store under it is
+// SQLite wrapped by the recording store. No in-process host worker runs:
+// host tasks stay published until a test claims them.
 func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, func(*httpapi.Config)), opts ...func(*httpapi.Config)) *stack {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	sq, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	dir := t.TempDir()
+	sq, err := sqlitestore.Open(filepath.Join(dir, "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &recordingStore{Store: sq}
-	bus := eventbus.NewBus()
-	sm := newInTestStateMachine(ctx)
 	exec := &countingExecutor{}
 	var decider actionflow.Decider = ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "Bash": lifecycle.PermissionAllow}
 	if wire != nil {
@@ -199,23 +199,21 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 		decider = d
 		opts = append([]func(*httpapi.Config){o}, opts...)
 	}
-	svc, err := actionflow.New(actionflow.Config{
-		Store:     st,
-		Decider:   decider,
-		Router:    routes{"noop": "test", "risky": "test", "forbidden": "test", "Bash": actionflow.ExecutorHost},
+	es, err := embedded.Start(context.Background(), embedded.Config{
+		StateDir: dir, NoHostWorker: true, Store: st, Decider: decider, Logger: quiet,
+		Routes:    executor.Routes{"noop": "test", "risky": "test", "forbidden": "test"},
 		Executors: map[string]actionflow.Executor{"test": exec},
-		Starter:   sm, Tasks: sm, Publisher: bus, Notify: bus.Notify, Logger: quiet,
 	})
 	if err != nil {
+		sq.Close()
 		t.Fatal(err)
 	}
-	sm.svc = svc
 	issuer, err := auth.NewIssuer([]byte("test-key-test-key-test-key-test-key"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	control := &fakeControl{}
-	cfg := httpapi.Config{Service: svc, Auth: issuer, Logger: quiet, Control: control, Tools: fakeTools{}, Wake: bus,
+	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: control, Tools: fakeTools{}, Wake: es.Bus,
 		PollInterval: 50 * time.Millisecond, Heartbeat: 200 * time.Millisecond, MaxWait: 5 * time.Second, MaxBodyBytes: 16 << 10}
 	for _, o := range opts {
 		o(&cfg)
@@ -228,12 +226,37 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
-		cancel()
-		sm.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		es.Close(ctx)
 		sq.Close()
 	})
-	return &stack{t: t, url: srv.URL, svc: svc, st: st, issuer: issuer, exec: exec, control: control, bus: bus,
+	return &stack{t: t, url: srv.URL, svc: es.Service, st: st, issuer: issuer, exec: exec, control: control, bus: es.Bus,
 		spec: loadOpenAPI(t), client: srv.Client()}
+}
+
+// waiting blocks until the engine has recorded that each action's
+// execution reached its task-token wait (its log holds the Authorize
+// boundary and the wait's; sfnlocal/doc.go, "Writes per step"), so a test
+// that counts writes afterwards sees only its own.
+func (s *stack) waiting(actions ...ids.ActionID) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, a := range actions {
+		for {
+			entries, err := s.st.Store.ReadLog(context.Background(), "SFNHIST#"+string(a), 0, 100)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			if len(entries) >= 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				s.t.Fatalf("the execution of %s did not reach its wait (%d log entries)", a, len(entries))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 func (s *stack) token(role string, session ids.SessionID) string {
