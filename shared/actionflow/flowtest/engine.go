@@ -85,7 +85,9 @@ type machine struct {
 
 const machinesRunning = "TESTSFN#RUNNING"
 
-func machineKey(name ids.ActionID) store.Key { return store.Key{PK: "TESTSFN#" + string(name), SK: "META"} }
+func machineKey(name ids.ActionID) store.Key {
+	return store.Key{PK: "TESTSFN#" + string(name), SK: "META"}
+}
 
 func (m machine) item() store.Item {
 	k := machineKey(m.Name)
