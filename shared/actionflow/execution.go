@@ -42,6 +42,8 @@ const (
 type CommandRef struct {
 	ID   ids.CommandID `json:"id"`
 	Type string        `json:"type"`
+	// Version is the execution version the command's application wrote.
+	Version int64 `json:"version"`
 }
 
 // Execution is one task run: the exact target of control commands.
