@@ -49,16 +49,15 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 	case Pause:
 		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget = actionflow.ExecPaused, actionflow.PauseByUser, "pause", 0
 	case Continue:
-		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget = actionflow.ExecRunning, "", "", 0
-		if next.Restart != nil && next.Restart.Outcome == "" {
-			next.Restart.Outcome = "continued"
-		}
+		// An explicit continuation ends any restart intent: the next
+		// interruption is measured from this (durable) activity.
+		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget, next.Restart = actionflow.ExecRunning, "", "", 0, nil
 	case Step:
 		p := decodeAs[StepPayload](r.Payload)
 		if p.Steps == 0 {
 			p.Steps = 1
 		}
-		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget = actionflow.ExecRunning, "", "", p.Steps
+		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget, next.Restart = actionflow.ExecRunning, "", "", p.Steps, nil
 	case Steer:
 		p := decodeAs[SteerPayload](r.Payload)
 		if len(e.Steering) >= MaxSteeringEntries {

@@ -301,6 +301,9 @@ func (s *Service) event(ctx context.Context, e actionflow.Execution, typ string,
 	if r.Child != "" {
 		data["child_execution_id"] = r.Child
 	}
+	if r.Type.system() {
+		data["restart"] = decodeAs[RestartPayload](r.Payload).Intent
+	}
 	if _, err := s.flow.AppendEvent(ctx, actionflow.Event{Type: typ, SessionID: e.SessionID, ExecutionID: e.ExecutionID}, data); err != nil {
 		s.log.Warn("command event not appended", "execution_id", e.ExecutionID, "command_id", r.CommandID, "type", typ, "error", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/faults"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
@@ -60,6 +61,8 @@ type World struct {
 	Mode CrashMode
 	// Log receives the services' logs (default: discarded).
 	Log *slog.Logger
+	// Wrap, if set, wraps the store every process uses (failure injection).
+	Wrap func(store.Store) store.Store
 }
 
 // NewWorld makes a world in a test's temporary directory.
@@ -70,8 +73,10 @@ func NewWorld(t testing.TB) *World {
 
 // Process is one activation of the stack over the world's store.
 type Process struct {
-	World  *World
-	Store  *sqlitestore.Store
+	World *World
+	// Store is what the services use (World.Wrap applied); DB is the file.
+	Store  store.Store
+	DB     *sqlitestore.Store
 	Flow   *actionflow.Service
 	Engine *Engine
 }
@@ -79,11 +84,15 @@ type Process struct {
 // Start opens the store and builds the lifecycle and the engine.
 func (w *World) Start(t testing.TB) *Process {
 	t.Helper()
-	st, err := sqlitestore.Open(w.Path)
+	db, err := sqlitestore.Open(w.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { db.Close() })
+	var st store.Store = db
+	if w.Wrap != nil {
+		st = w.Wrap(db)
+	}
 	eng := &Engine{Store: st, Mode: w.Mode}
 	flow, err := actionflow.New(actionflow.Config{
 		Store: st,
@@ -99,12 +108,12 @@ func (w *World) Start(t testing.TB) *Process {
 		t.Fatal(err)
 	}
 	eng.Flow = flow
-	return &Process{World: w, Store: st, Flow: flow, Engine: eng}
+	return &Process{World: w, Store: st, DB: db, Flow: flow, Engine: eng}
 }
 
 // Crash ends the process without any cleanup (its store handle closes, as
 // the OS would close it).
-func (p *Process) Crash() { p.Store.Close() }
+func (p *Process) Crash() { p.DB.Close() }
 
 // Submit submits one tool call.
 func (p *Process) Submit(ctx context.Context, session ids.SessionID, exec ids.ExecutionID, tool, args string) (actionflow.Action, error) {
