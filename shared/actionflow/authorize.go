@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -135,7 +136,24 @@ func (s *Service) decideInitial(ctx context.Context, a Action) (Decision, error)
 	if err != nil {
 		return Decision{}, fmt.Errorf("decide: %w", err)
 	}
-	if d.Permission == lifecycle.PermissionDeny || (exe.StepBudget == 0 && exe.StepAdmitted != a.ActionID) {
+	if d.Permission == lifecycle.PermissionDeny {
+		return d, nil
+	}
+	// Repeat suppression: an operation that already failed deterministically
+	// under the same conditions (policy version) is not run again until its
+	// execution-relevant input or the conditions change. Changing only a
+	// presentation field (Bash's description) keeps the identity.
+	ck, err := s.GetCheckpoint(ctx, a.ExecutionID)
+	if err != nil {
+		return Decision{}, err
+	}
+	if e, suppressed := ck.RecentFailures.Suppressed(identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}, d.PolicyVersion); suppressed {
+		return Decision{Permission: lifecycle.PermissionDeny, PolicyVersion: d.PolicyVersion,
+			Reason: Reason{Source: "repeat_suppression", Code: "repeat_suppressed",
+				Detail: fmt.Sprintf("the same operation already failed %d time(s) with %s under policy %s", e.Count, e.ErrorCode, d.PolicyVersion)},
+			Resolution: "change the execution-relevant arguments or the conditions (files, policy) before trying again"}, nil
+	}
+	if exe.StepBudget == 0 && exe.StepAdmitted != a.ActionID {
 		return d, nil
 	}
 	// A denied action is not a step: only an admitted one consumes the budget.

@@ -82,7 +82,7 @@ type fixture struct {
 	tasks *recordedTasks
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t *testing.T, opts ...func(*actionflow.Config)) fixture {
 	t.Helper()
 	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
@@ -91,13 +91,17 @@ func newFixture(t *testing.T) fixture {
 	t.Cleanup(func() { st.Close() })
 	ex := &countingExecutor{result: actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: "done"}}
 	tasks := &recordedTasks{success: map[string][]byte{}, failure: map[string]string{}}
-	svc, err := actionflow.New(actionflow.Config{
+	cfg := actionflow.Config{
 		Store:     st,
 		Decider:   ruleDecider{byTool: map[string]lifecycle.Permission{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "Bash": lifecycle.PermissionAsk}},
 		Router:    routes{"noop": "test", "risky": "test", "forbidden": "test", "Bash": "host"},
 		Executors: map[string]actionflow.Executor{"test": ex},
 		Starter:   noStart{}, Tasks: tasks,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	svc, err := actionflow.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,5 +349,89 @@ func TestHostTaskOwnership(t *testing.T) {
 	got := f.finish(t, in(a)) // record reads the durable host result even without $.result
 	if got.States.Outcome != lifecycle.OutcomeSucceeded {
 		t.Fatalf("states %+v", got.States)
+	}
+}
+
+func (f fixture) runSync(t *testing.T, tool, args string) actionflow.Action {
+	t.Helper()
+	ctx := context.Background()
+	a := f.submit(t, tool, args)
+	si := in(a)
+	d, err := f.svc.Authorize(ctx, si)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Permission == lifecycle.PermissionAllow {
+		si.Mode = "sync"
+		res, err := f.svc.Dispatch(ctx, si)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si.Mode, si.Result = "", &res
+	}
+	return f.finish(t, si)
+}
+
+// Deterministic failure: the output is returned, and an equivalent repeat
+// (same repeat identity, same conditions) is suppressed until the
+// execution-relevant input changes.
+func TestDeterministicFailureSuppressesEquivalentRepeat(t *testing.T) {
+	// Bash's contract (description is presentation-only), run synchronously here.
+	f := newFixture(t, func(c *actionflow.Config) {
+		c.Decider = ruleDecider{byTool: map[string]lifecycle.Permission{"Bash": lifecycle.PermissionAllow}}
+		c.Router = routes{"Bash": "test"}
+	})
+	ctx := context.Background()
+	f.exec.result = actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "exit_2", Output: "make: *** [test] Error 2"}
+	submitIn := func(args string) actionflow.Action {
+		a, _, err := f.svc.Submit(ctx, actionflow.SubmitRequest{SessionID: "ses_1", ExecutionID: "exe_fixed", ToolCallID: "c",
+			Tool: "Bash", Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	run := func(args string) actionflow.Action {
+		a := submitIn(args)
+		si := in(a)
+		if d, _ := f.svc.Authorize(ctx, si); d.Permission == lifecycle.PermissionAllow {
+			si.Mode = "sync"
+			res, _ := f.svc.Dispatch(ctx, si)
+			si.Mode, si.Result = "", &res
+		}
+		return f.finish(t, si)
+	}
+	first := run(`{"command":"make test","description":"run the tests"}`)
+	rc, _ := f.svc.GetReceipt(ctx, first.ActionID)
+	if first.States.Outcome != lifecycle.OutcomeFailed || rc.Output == "" {
+		t.Fatalf("failure output not returned: %+v %+v", first.States, rc)
+	}
+	again := run(`{"description":"run the tests again please","command":"make test"}`)
+	if again.States.Outcome != lifecycle.OutcomeNotStarted || again.Decision.Reason.Code != "repeat_suppressed" {
+		t.Fatalf("equivalent repeat ran: %+v %+v", again.States, again.Decision.Reason)
+	}
+	changed := run(`{"command":"make test -k"}`)
+	if changed.States.Outcome != lifecycle.OutcomeFailed {
+		t.Fatalf("changed input was suppressed: %+v", changed.States)
+	}
+	if n := f.exec.calls.Load(); n != 2 {
+		t.Fatalf("executor calls %d, want 2", n)
+	}
+}
+
+// An executor error after start evidence is an unknown outcome: evidence
+// preserved, reconciliation required, never retried.
+func TestUnknownSideEffectIsNeverRetried(t *testing.T) {
+	f := newFixture(t)
+	f.exec.err = errors.New("connection reset after request sent")
+	a := f.runSync(t, "noop", `{}`)
+	rc, _ := f.svc.GetReceipt(context.Background(), a.ActionID)
+	if a.States.Outcome != lifecycle.OutcomeUnknown || rc.Start == nil || rc.Reconciliation == "" {
+		t.Fatalf("states %+v receipt %+v", a.States, rc)
+	}
+	si := in(a)
+	si.Mode = "sync"
+	if res, _ := f.svc.Dispatch(context.Background(), si); res.Outcome != lifecycle.OutcomeUnknown || f.exec.calls.Load() != 1 {
+		t.Fatalf("retried an unknown side effect: %+v calls %d", res, f.exec.calls.Load())
 	}
 }

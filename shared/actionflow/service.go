@@ -37,6 +37,9 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// InlineOutputBytes bounds output kept on the receipt; more goes to Blobs (default 8 KiB).
 	InlineOutputBytes int
+	// Notify, if set, hears every event appended to a session log, after it
+	// is durable (in-process wake-ups for live streams; not a delivery path).
+	Notify func(Event)
 }
 
 // Service is the action lifecycle: one flow, one step per method, each step
@@ -128,6 +131,9 @@ func (s *Service) appendEvent(ctx context.Context, ev Event, data any) (Event, e
 		return ev, fmt.Errorf("append %s event: %w", ev.Type, err)
 	}
 	ev.Seq = seq
+	if s.cfg.Notify != nil {
+		s.cfg.Notify(ev)
+	}
 	return ev, nil
 }
 
