@@ -80,6 +80,9 @@ type machine struct {
 	Done    *completion `json:"done,omitempty"`
 	Tokens  int         `json:"tokens"`
 	Cause   string      `json:"cause,omitempty"`
+	// Seq orders machines by start, so Drain runs them in a repeatable
+	// order (names are ULIDs, random within a millisecond).
+	Seq     int64 `json:"seq"`
 	version int64
 }
 
@@ -94,7 +97,7 @@ func (m machine) item() store.Item {
 	b, _ := json.Marshal(m)
 	it := store.Item{PK: k.PK, SK: k.SK, Version: m.version, Body: b}
 	if m.Status == Running {
-		it.GSI2PK, it.GSI2SK = machinesRunning, string(m.Name)
+		it.GSI2PK, it.GSI2SK = machinesRunning, fmt.Sprintf("%020d", m.Seq)
 	}
 	return it
 }
@@ -131,8 +134,15 @@ func (e *Engine) StartAction(ctx context.Context, a ids.ActionID, input []byte) 
 	if err := json.Unmarshal(input, &in); err != nil {
 		return err
 	}
-	m := machine{Name: a, Exec: in.ExecutionID, Status: Running, State: "Prepare", version: 1}
-	err := e.Store.PutOnce(ctx, m.item())
+	if st, err := e.Status(ctx, a); err != nil || st != "" {
+		return err // started before: idempotent by name
+	}
+	seq, err := e.Store.Append(ctx, "TESTSFN#STARTS", []byte(a))
+	if err != nil {
+		return err
+	}
+	m := machine{Name: a, Exec: in.ExecutionID, Status: Running, State: "Prepare", Seq: seq, version: 1}
+	err = e.Store.PutOnce(ctx, m.item())
 	if errors.Is(err, store.ErrConflict) {
 		return nil
 	}
