@@ -38,6 +38,7 @@ func (m *EMFMetrics) UnknownOutcome(tool string) {
 			}},
 		},
 		"UnknownOutcomes": 1,
+		"level":           "WARN", // kept by a Lambda log level filter of WARN or lower
 		"tool":            tool,
 	}
 	b, _ := json.Marshal(line)

@@ -89,6 +89,10 @@ type Decision struct {
 	Executor   string    `json:"executor,omitempty"`
 	Mode       string    `json:"mode"` // initial | revalidate
 	DecidedAt  time.Time `json:"decided_at"`
+	// Engine is the decider's own record of the decision (policy and
+	// context digests, file preconditions), opaque here, kept so
+	// revalidation compares exactly what was decided.
+	Engine json.RawMessage `json:"engine,omitempty"`
 }
 
 // StartEvidence is written immediately before the executor is called.
