@@ -26,20 +26,7 @@ import (
 // Deterministic for a seed: CHAOS_SEED=<n> replays a run; the seed is
 // logged, and printed again on failure.
 func TestChaos(t *testing.T) {
-	seed := uint64(20261130)
-	if s := os.Getenv("CHAOS_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CHAOS_SEED=%q: %v", s, err)
-		}
-		seed = n
-	}
-	t.Logf("chaos seed %d", seed)
-	defer func() {
-		if t.Failed() {
-			t.Logf("failed with CHAOS_SEED=%d", seed)
-		}
-	}()
+	seed := chaosSeed(t)
 	defer faults.Reset()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	const (
@@ -137,10 +124,21 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("only %d faults and %d restarts: the run does not exercise recovery", injected, crashes)
 	}
 
-	// Invariants over the whole store.
-	syncCalls, hostCalls := f.w.Sync.Calls(), f.w.Host.Calls()
+	checkInvariants(t, f.p.Flow, f.p.Store, submitted, f.w.Sync, f.w.Host, sessions)
+}
+
+// checkInvariants checks, over the whole store: every action's executor ran
+// at most once; every action ends with a projected receipt consistent with
+// the executors' own logs; refusal counters equal the distinct classifier
+// refusals; no session's event sequence has gaps or duplicates; every
+// receipt is folded into its checkpoint exactly once; nothing was marked
+// completed by a repair.
+func checkInvariants(t *testing.T, flow *actionflow.Service, st store.Store, submitted []actionflow.Action, syncExec, hostExec *flowtest.Executor, sessions []ids.SessionID) {
+	t.Helper()
+	ctx := context.Background()
+	syncCalls, hostCalls := syncExec.Calls(), hostExec.Calls()
 	logged := map[ids.ActionID]actionflow.ToolResult{}
-	for _, c := range append(f.w.Sync.Log(), f.w.Host.Log()...) {
+	for _, c := range append(syncExec.Log(), hostExec.Log()...) {
 		logged[c.ActionID] = c.Result
 	}
 	blocked := map[ids.SessionID]int64{}
@@ -153,11 +151,11 @@ func TestChaos(t *testing.T) {
 		if calls > 1 {
 			t.Errorf("%s (%s): executor ran %d times", id, sub.Tool, calls)
 		}
-		a, err := f.p.Flow.GetAction(ctx, id)
+		a, err := flow.GetAction(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := f.p.Flow.GetReceipt(ctx, id)
+		rc, err := flow.GetReceipt(ctx, id)
 		// Every action ends with a receipt consistent with the executor's log.
 		if err != nil || !a.States.Terminal() || a.States.Outcome != rc.Outcome {
 			t.Errorf("%s (%s): receipt %+v (%v), states %+v", id, sub.Tool, rc.Outcome, err, a.States)
@@ -196,7 +194,7 @@ func TestChaos(t *testing.T) {
 	}
 	// Counters equal the number of distinct refusals.
 	for _, s := range sessions {
-		c, err := f.p.Store.GetCounter(ctx, store.CounterKey{SessionID: string(s), Epoch: flowtest.PolicyVersion})
+		c, err := st.GetCounter(ctx, store.CounterKey{SessionID: string(s), Epoch: flowtest.PolicyVersion})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,18 +202,38 @@ func TestChaos(t *testing.T) {
 			t.Errorf("%s: refusal counter %d, distinct refusals %d", s, c.Total, blocked[s])
 		}
 		// No event sequence has gaps or duplicates.
-		checkEventLog(t, f.p.Flow, s)
+		checkEventLog(t, flow, s)
 	}
 	// Every receipt is folded into its checkpoint exactly once; no
 	// execution was marked completed by a repair.
 	for exec, n := range perExec {
-		ck, _ := f.p.Flow.GetCheckpoint(ctx, exec)
+		ck, _ := flow.GetCheckpoint(ctx, exec)
 		if ck.Recorded != n {
 			t.Errorf("%s: checkpoint folded %d receipts for %d actions", exec, ck.Recorded, n)
 		}
-		if e, _ := f.p.Flow.GetExecution(ctx, exec); e.Status == actionflow.ExecCompleted {
+		if e, _ := flow.GetExecution(ctx, exec); e.Status == actionflow.ExecCompleted {
 			t.Errorf("%s: marked completed", exec)
 		}
 	}
 	t.Logf("outcomes: %v", outcomes)
+}
+
+// chaosSeed is CHAOS_SEED or the default; it is logged, and logged again
+// when the test fails.
+func chaosSeed(t *testing.T) uint64 {
+	seed := uint64(20261130)
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: %v", s, err)
+		}
+		seed = n
+	}
+	t.Logf("chaos seed %d", seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("failed with CHAOS_SEED=%d", seed)
+		}
+	})
+	return seed
 }

@@ -33,9 +33,9 @@
 //
 // # Restart continuation (embedded stack)
 //
-// Startup runs once per process (attempt) before its engine resumes
-// executions and before it admits work; Shutdown runs after the process
-// stopped dispatching, before it exits. See their docs for the rules: the
+// Startup runs once per process (attempt) before it admits work (it needs
+// only the store); Shutdown runs after the process stopped dispatching,
+// before it exits. See their docs for the rules: the
 // restart window (Window: -1 default unlimited stored as a null deadline,
 // 0 disabled, positive measured from the shutdown intent or the abandoned
 // attempt's last durable activity, never extended by restarting again);
@@ -50,8 +50,10 @@
 // start-ups are idempotent. Shutdown retries a racing execution write at
 // most three times within its attempt.
 //
-// Order for the embedded stack: Startup → engine resumes → API admits →
-// Run(ticker) … ctx done → engine stops dispatching → Shutdown → exit.
+// Order for the embedded stack: Startup → engine Start (resumes its
+// executions) → Run (sweeps at once, then on a ticker; wire the engine's
+// status-change callback to OnStatusChange) → API admits … on stop: API
+// stops admitting → engine stops dispatching → Shutdown → exit.
 //
 // What it must never do: dispatch, call an executor, declare an operation
 // that may have started not_started, turn a known result unknown, resume a

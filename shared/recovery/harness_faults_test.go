@@ -36,6 +36,9 @@ func (f *fixture) restart(t *testing.T, mode flowtest.CrashMode) {
 		f.start(t)
 		_, err := f.sw.Startup(context.Background(), ids.NewAttemptID())
 		if err == nil {
+			_, err = f.sw.Sweep(context.Background()) // what Run does first
+		}
+		if err == nil {
 			return
 		}
 		if !isCrash(err) {

@@ -37,17 +37,11 @@ type ExecutionReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-// StartupReport is what start-up recovery did.
-type StartupReport struct {
-	Sweep      Report            `json:"sweep"`
-	Executions []ExecutionReport `json:"executions"`
-}
-
-// Startup is the embedded stack's start-up recovery, run by a new process
-// (attempt) before its engine resumes executions and before it admits new
-// work. It sweeps every open action, then claims each abandoned execution
-// once (running, or paused by restart recovery; the execution lease is
-// taken by this attempt) and applies the restart policy:
+// Startup is the embedded stack's start-up recovery, run once by a new
+// process (attempt) before it admits new work. It reads and writes the
+// store only (the engine may not be serving yet): it claims each abandoned
+// execution once (running, or paused by restart recovery; the execution
+// lease is taken by this attempt) and applies the restart policy:
 //
 //   - the interruption's intent is kept when one exists for the same
 //     checkpoint (a second interruption before new progress, or the
@@ -67,28 +61,24 @@ type StartupReport struct {
 // continued. The decision is a system command with the fixed id
 // "restart.<attempt>", saved before it is applied; a decision that would
 // change nothing is not written, so repeated start-ups are idempotent and
-// none of this dispatches anything.
-func (s *Sweeper) Startup(ctx context.Context, attempt ids.AttemptID) (StartupReport, error) {
-	var rep StartupReport
-	sweep, err := s.Sweep(ctx)
-	rep.Sweep = sweep
-	if err != nil {
-		s.log.Warn("start-up sweep had failures; continuing with restart decisions", "errors", sweep.Errors, "first", err)
-	}
+// none of this dispatches anything. Sweep (Run sweeps at once) repairs the
+// actions once the engine serves.
+func (s *Sweeper) Startup(ctx context.Context, attempt ids.AttemptID) ([]ExecutionReport, error) {
+	var out []ExecutionReport
 	var first error
-	err = s.eachOpenExecution(ctx, func(e actionflow.Execution) {
+	err := s.eachOpenExecution(ctx, func(e actionflow.Execution) {
 		er := s.restartOne(ctx, attempt, e.ExecutionID, false)
 		if er.Error != "" && first == nil {
 			first = errors.New(er.Error)
 		}
 		if er.Did != "skipped" {
-			rep.Executions = append(rep.Executions, er)
+			out = append(out, er)
 		}
 	})
 	if err != nil {
-		return rep, err
+		return out, err
 	}
-	return rep, first
+	return out, first
 }
 
 // Shutdown is the orderly stop, run after the process stopped dispatching

@@ -176,7 +176,7 @@ func TestRepeatedStartupIsIdempotent(t *testing.T) {
 		}
 		got := f.exec(t, e.ExecutionID)
 		if got.Version != first.Version {
-			t.Fatalf("start-up %d rewrote the execution: %+v", i+2, rep.Executions)
+			t.Fatalf("start-up %d rewrote the execution: %+v", i+2, rep)
 		}
 	}
 	if n := checkEventLog(t, f.p.Flow, session); n != events {

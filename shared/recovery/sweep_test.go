@@ -304,3 +304,25 @@ func TestSweepFinishesCommandsAndCancellations(t *testing.T) {
 		t.Fatal("cancellation marked something completed")
 	}
 }
+
+func TestOnStatusChangeSweepsOnlyEndedMachines(t *testing.T) {
+	cases := []struct {
+		status string
+		want   bool // repaired
+	}{{"FAILED", true}, {"TIMED_OUT", true}, {"ABORTED", true}, {"RUNNING", false}, {"SUCCEEDED", false}}
+	for _, tc := range cases {
+		t.Run(tc.status, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			f.faulty.Set(failing("cas", `"delivery":"projected"`, "ACTION#"))
+			a := f.submit(t, flowtest.ToolWrite)
+			f.drain(t) // ProjectionFailed
+			f.faulty.Set(nil)
+			f.sw.OnStatusChange(ctx, string(a.ActionID), tc.status)
+			got, _ := f.p.Flow.GetAction(ctx, a.ActionID)
+			if got.States.Terminal() != tc.want {
+				t.Fatalf("states %+v after %s", got.States, tc.status)
+			}
+		})
+	}
+}

@@ -139,23 +139,43 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	return rep, first
 }
 
-// Run sweeps every interval until ctx is done (the embedded stack's
-// stand-in for the EventBridge schedule).
+// Run sweeps at once, then every interval until ctx is done (the embedded
+// stack's stand-in for the EventBridge schedule; the first sweep is the
+// start-up repair of actions, once the engine serves).
 func (s *Sweeper) Run(ctx context.Context, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		rep, err := s.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("recovery sweep had failures", "errors", rep.Errors, "first", err)
+		} else if n := rep.Changed(); n > 0 {
+			s.log.Info("recovery sweep", "changed", n, "open", len(rep.Actions))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			rep, err := s.Sweep(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("recovery sweep had failures", "errors", rep.Errors, "first", err)
-			} else if n := rep.Changed(); n > 0 {
-				s.log.Info("recovery sweep", "changed", n, "open", len(rep.Actions))
-			}
 		}
+	}
+}
+
+// OnStatusChange handles a "Step Functions Execution Status Change" (the
+// embedded engine's callback, or its EventBridge event): a FAILED,
+// TIMED_OUT or ABORTED machine is swept at once; other statuses are
+// ignored. name is the execution name (the action id).
+func (s *Sweeper) OnStatusChange(ctx context.Context, name, status string) {
+	switch status {
+	case "FAILED", "TIMED_OUT", "ABORTED":
+	default:
+		return
+	}
+	if err := ids.Validate("execution name", name); err != nil {
+		s.log.Warn("status change of an unknown execution", "name", name, "status", status)
+		return
+	}
+	if _, err := s.SweepAction(ctx, ids.ActionID(name)); err != nil {
+		s.log.Warn("recovery after "+status+" failed; the schedule retries", "action_id", name, "error", err)
 	}
 }
 
