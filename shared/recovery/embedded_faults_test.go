@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"log/slog"
+	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
@@ -124,11 +124,21 @@ func (e *embedded) start() {
 	// client: the client is built first against the server's URL.
 	var flow *actionflow.Service
 	fns := map[string]sfnlocal.LambdaFunc{
-		lambdaARN("authorize"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.AuthorizeOutput, error) { return flow.Authorize(ctx, in) }),
-		lambdaARN("approval"):  function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.AwaitOutput, error) { return flow.ApprovalStep(ctx, in) }),
-		lambdaARN("dispatch"):  function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.ToolResult, error) { return flow.Dispatch(ctx, in) }),
-		lambdaARN("record"):    function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.RecordOutput, error) { return flow.Record(ctx, in) }),
-		lambdaARN("project"):   function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.ProjectOutput, error) { return flow.Project(ctx, in) }),
+		lambdaARN("authorize"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.AuthorizeOutput, error) {
+			return flow.Authorize(ctx, in)
+		}),
+		lambdaARN("approval"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.AwaitOutput, error) {
+			return flow.ApprovalStep(ctx, in)
+		}),
+		lambdaARN("dispatch"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.ToolResult, error) {
+			return flow.Dispatch(ctx, in)
+		}),
+		lambdaARN("record"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.RecordOutput, error) {
+			return flow.Record(ctx, in)
+		}),
+		lambdaARN("project"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.ProjectOutput, error) {
+			return flow.Project(ctx, in)
+		}),
 	}
 	subs := map[string]string{}
 	for placeholder, fn := range statemachines.Functions {
