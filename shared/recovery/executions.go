@@ -19,6 +19,10 @@ func (s *Sweeper) sweepExecutions(ctx context.Context, attempt ids.AttemptID) ([
 		return nil, err
 	}
 	done := map[ids.ExecutionID]bool{}
+	open, err := s.openActionsByExecution(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, exec := range pending {
 		done[exec] = true
 		er := ExecutionReport{ExecutionID: exec, Did: "commands"}
@@ -38,7 +42,7 @@ func (s *Sweeper) sweepExecutions(ctx context.Context, attempt ids.AttemptID) ([
 			}
 			out = append(out, er)
 		case e.Status == actionflow.ExecPaused && e.PauseOwner == actionflow.PauseByRestart && e.Restart != nil && e.Restart.Outcome == Blocked:
-			er := s.restartOne(ctx, attempt, e.ExecutionID, true)
+			er := s.restartOne(ctx, attempt, e.ExecutionID, true, open[e.ExecutionID])
 			if er.Did != "skipped" && er.Did != "kept" {
 				out = append(out, er)
 			}

@@ -66,8 +66,12 @@ type ExecutionReport struct {
 func (s *Sweeper) Startup(ctx context.Context, attempt ids.AttemptID) ([]ExecutionReport, error) {
 	var out []ExecutionReport
 	var first error
-	err := s.eachOpenExecution(ctx, func(e actionflow.Execution) {
-		er := s.restartOne(ctx, attempt, e.ExecutionID, false)
+	open, err := s.openActionsByExecution(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = s.eachOpenExecution(ctx, func(e actionflow.Execution) {
+		er := s.restartOne(ctx, attempt, e.ExecutionID, false, open[e.ExecutionID])
 		if er.Error != "" && first == nil {
 			first = errors.New(er.Error)
 		}
@@ -196,8 +200,9 @@ func restartOwned(e actionflow.Execution) bool {
 }
 
 // restartOne decides one execution. blockedOnly limits it to executions a
-// previous decision blocked (the sweeper's re-evaluation).
-func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec ids.ExecutionID, blockedOnly bool) ExecutionReport {
+// previous decision blocked (the sweeper's re-evaluation). open is the
+// execution's open actions, read once per pass for every execution.
+func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec ids.ExecutionID, blockedOnly bool, open []actionflow.Action) ExecutionReport {
 	rep := ExecutionReport{ExecutionID: exec, Did: "skipped"}
 	e, ck, err := s.state(ctx, exec)
 	if err != nil {
@@ -207,7 +212,7 @@ func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec id
 	if !restartOwned(e) || (blockedOnly && (e.Restart == nil || e.Restart.Outcome != Blocked)) {
 		return rep
 	}
-	if _, changed, err := s.decide(ctx, e, ck); err != nil || !changed {
+	if _, changed, err := s.decide(ctx, e, ck, open); err != nil || !changed {
 		rep.Did = "kept"
 		if err != nil {
 			rep.Error = err.Error()
@@ -233,7 +238,7 @@ func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec id
 		if !restartOwned(e) {
 			return rep
 		}
-		intent, changed, err := s.decide(ctx, e, ck)
+		intent, changed, err := s.decide(ctx, e, ck, open)
 		if err != nil {
 			rep.Error = err.Error()
 			return rep
@@ -263,7 +268,7 @@ func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec id
 
 // decide computes the restart decision for e and whether it differs from
 // the one it already has.
-func (s *Sweeper) decide(ctx context.Context, e actionflow.Execution, ck actionflow.Checkpoint) (actionflow.RestartIntent, bool, error) {
+func (s *Sweeper) decide(ctx context.Context, e actionflow.Execution, ck actionflow.Checkpoint, open []actionflow.Action) (actionflow.RestartIntent, bool, error) {
 	var intent actionflow.RestartIntent
 	if e.Restart != nil && (e.Restart.Outcome == "" || e.Restart.Outcome == Blocked || e.Restart.CheckpointVersion == ck.Version) {
 		// The same interruption (undecided, still blocked, or no progress
@@ -276,7 +281,7 @@ func (s *Sweeper) decide(ctx context.Context, e actionflow.Execution, ck actionf
 		intent = actionflow.RestartIntent{Reason: "abandoned", At: at, Window: s.cfg.Window.String(), Deadline: s.cfg.Window.Deadline(at),
 			CheckpointVersion: ck.Version, Attempt: e.Attempt}
 	}
-	blocker, err := s.blocker(ctx, e, ck, intent)
+	blocker, err := s.blocker(ctx, e, ck, intent, open)
 	if err != nil {
 		return intent, false, err
 	}
@@ -312,8 +317,8 @@ func lastActivity(e actionflow.Execution, ck actionflow.Checkpoint) time.Time {
 	return at
 }
 
-// blocker names what keeps e explicit, or "".
-func (s *Sweeper) blocker(ctx context.Context, e actionflow.Execution, ck actionflow.Checkpoint, intent actionflow.RestartIntent) (string, error) {
+// blocker names what keeps e explicit, or "". open is e's open actions.
+func (s *Sweeper) blocker(ctx context.Context, e actionflow.Execution, ck actionflow.Checkpoint, intent actionflow.RestartIntent, open []actionflow.Action) (string, error) {
 	if s.cfg.Revision != "" && e.RevisionID != "" && e.RevisionID != s.cfg.Revision &&
 		(s.cfg.Compatible == nil || !s.cfg.Compatible(e.RevisionID)) {
 		return BlockedIncompatible, nil
@@ -329,36 +334,40 @@ func (s *Sweeper) blocker(ctx context.Context, e actionflow.Execution, ck action
 		return BlockedUnresolved, nil
 	}
 	found := ""
-	after := ""
-	for found == "" {
-		page, next, err := s.cfg.Flow.OpenActions(ctx, after, store.MaxLimit)
-		if err != nil {
+	for _, a := range open {
+		if _, err := s.cfg.Flow.GetReceipt(ctx, a.ActionID); err == nil {
+			continue // its result is known; only delivery is pending
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return "", err
 		}
+		if a.Start != nil {
+			return BlockedUnresolved, nil // in flight at the interruption: not known until recorded
+		}
+		ap, err := s.cfg.Flow.GetApproval(ctx, a.ActionID)
+		if err == nil && ap.Status == actionflow.ApprovalPending {
+			found = BlockedApproval
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("approval of %s: %w", a.ActionID, err)
+		}
+	}
+	return found, nil
+}
+
+// openActionsByExecution reads the open actions once, by execution.
+func (s *Sweeper) openActionsByExecution(ctx context.Context) (map[ids.ExecutionID][]actionflow.Action, error) {
+	out := map[ids.ExecutionID][]actionflow.Action{}
+	after := ""
+	for {
+		page, next, err := s.cfg.Flow.OpenActions(ctx, after, store.MaxLimit)
+		if err != nil {
+			return nil, err
+		}
 		for _, a := range page {
-			if a.ExecutionID != e.ExecutionID {
-				continue
-			}
-			if _, err := s.cfg.Flow.GetReceipt(ctx, a.ActionID); err == nil {
-				continue // its result is known; only delivery is pending
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return "", err
-			}
-			if a.Start != nil {
-				found = BlockedUnresolved // in flight at the interruption: not known until recorded
-				break
-			}
-			ap, err := s.cfg.Flow.GetApproval(ctx, a.ActionID)
-			if err == nil && ap.Status == actionflow.ApprovalPending {
-				found = BlockedApproval
-			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return "", fmt.Errorf("approval of %s: %w", a.ActionID, err)
-			}
+			out[a.ExecutionID] = append(out[a.ExecutionID], a)
 		}
 		if next == "" {
-			break
+			return out, nil
 		}
 		after = next
 	}
-	return found, nil
 }
