@@ -4,55 +4,51 @@ package recovery_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http/httptest"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/actionflow/flowtest"
 	"github.com/openprogram/lifecycle/shared/control"
+	embeddedstack "github.com/openprogram/lifecycle/shared/embedded"
+	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/faults"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
-	"github.com/openprogram/lifecycle/statemachines"
 )
 
-// embedded is the embedded stack over one store file: the SQLite store, the
-// real engine (sfnlocal) running the ASL file, the lifecycle handlers, the
-// command service and the sweeper. A process is killed when an injected
-// fault fires in any handler: the handler never returns, the engine is
-// closed hard (its in-flight invocations are abandoned, as a killed process
-// abandons them) and a new process starts over the same file.
+// embedded drives shared/embedded's Stack over one store file: the SQLite
+// store, the real engine (sfnlocal) running the ASL file, the lifecycle
+// handlers, the command service and the sweeper, with the test's fake
+// clock, the host work done by the test (its own log) and the periodic
+// sweep left to the test. A process is killed when an injected fault fires
+// in any function the engine invokes: the invocation never returns, the
+// stack is stopped hard (its in-flight invocations abandoned, no orderly
+// pause) and a new stack starts over the same file.
 type embedded struct {
 	t     *testing.T
-	path  string
+	dir   string
 	clock *sfnlocal.FakeClock
 	sync  *flowtest.Executor
 	host  *flowtest.Executor
 	log   *slog.Logger
 
-	db   *sqlitestore.Store
-	eng  *sfnlocal.Engine
-	srv  *httptest.Server
-	sfn  *sfnclient.Client
-	flow *actionflow.Service
-	ctl  *control.Service
-	sw   *recovery.Sweeper
+	db    *sqlitestore.Store
+	stack *embeddedstack.Stack
+	sfn   *sfnclient.Client
+	flow  *actionflow.Service
+	ctl   *control.Service
+	sw    *recovery.Sweeper
 
 	crashMu sync.Mutex
 	crashed chan struct{}
@@ -60,7 +56,7 @@ type embedded struct {
 }
 
 func newEmbedded(t *testing.T) *embedded {
-	e := &embedded{t: t, path: filepath.Join(t.TempDir(), "state.db"),
+	e := &embedded{t: t, dir: t.TempDir(),
 		clock: sfnlocal.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
 		sync:  &flowtest.Executor{}, host: &flowtest.Executor{},
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -68,8 +64,6 @@ func newEmbedded(t *testing.T) *embedded {
 	t.Cleanup(e.kill)
 	return e
 }
-
-func lambdaARN(name string) string { return "arn:aws:lambda:us-east-1:123456789012:function:" + name }
 
 // crash marks this process dead; the first caller closes the channel.
 func (e *embedded) crash() {
@@ -87,25 +81,18 @@ func (e *embedded) dead() bool {
 	return e.died
 }
 
-// function adapts a lifecycle step to the engine. An injected crash makes
-// the invocation hang until the engine is closed (its result is then
-// abandoned), exactly what a killed process leaves behind.
-func function[In, Out any](e *embedded, step func(context.Context, In) (Out, error)) sfnlocal.LambdaFunc {
+// crashing makes an invocation that hit an injected fault hang until the
+// engine is stopped (its result is then abandoned), exactly what a killed
+// process leaves behind.
+func (e *embedded) crashing(name string, f sfnlocal.LambdaFunc) sfnlocal.LambdaFunc {
 	return func(ctx context.Context, payload []byte) ([]byte, error) {
-		var in In
-		if err := json.Unmarshal(payload, &in); err != nil {
-			return nil, err
-		}
-		out, err := step(ctx, in)
+		out, err := f(ctx, payload)
 		if errors.As(err, new(*faults.CrashError)) {
 			e.crash()
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(out)
+		return out, err
 	}
 }
 
@@ -115,71 +102,28 @@ func (e *embedded) start() {
 	e.crashMu.Lock()
 	e.crashed, e.died = make(chan struct{}), false
 	e.crashMu.Unlock()
-	db, err := sqlitestore.Open(e.path)
+	db, err := sqlitestore.Open(filepath.Join(e.dir, "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.db = db
-	// The engine needs the handlers and the handlers need the engine's
-	// client: the client is built first against the server's URL.
-	var flow *actionflow.Service
-	fns := map[string]sfnlocal.LambdaFunc{
-		lambdaARN("authorize"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.AuthorizeOutput, error) {
-			return flow.Authorize(ctx, in)
-		}),
-		lambdaARN("approval"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.AwaitOutput, error) {
-			return flow.ApprovalStep(ctx, in)
-		}),
-		lambdaARN("dispatch"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.ToolResult, error) {
-			return flow.Dispatch(ctx, in)
-		}),
-		lambdaARN("record"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.RecordOutput, error) {
-			return flow.Record(ctx, in)
-		}),
-		lambdaARN("project"): function(e, func(ctx context.Context, in actionflow.StepInput) (actionflow.ProjectOutput, error) {
-			return flow.Project(ctx, in)
-		}),
-	}
-	subs := map[string]string{}
-	for placeholder, fn := range statemachines.Functions {
-		subs[placeholder] = lambdaARN(fn)
-	}
-	eng, err := sfnlocal.New(sfnlocal.Config{Store: db, Definition: statemachines.ActionLifecycle, Substitutions: subs,
-		StateMachineName: "action-lifecycle", Functions: fns, Clock: e.clock, Logger: e.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.eng = eng
-	e.srv = httptest.NewServer(eng.Handler())
-	e.sfn = &sfnclient.Client{StateMachineARN: eng.StateMachineArn(), SFN: sfn.New(sfn.Options{Region: "us-east-1",
-		BaseEndpoint: aws.String(e.srv.URL), Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""), RetryMaxAttempts: 1})}
-	flow, err = actionflow.New(actionflow.Config{
-		Store: db,
+	st, err := embeddedstack.Start(context.Background(), embeddedstack.Config{
+		StateDir: e.dir, Store: db, NoHostWorker: true,
 		Decider: flowtest.Decider{Store: db, ByTool: map[string]flowtest.Policy{flowtest.ToolWrite: flowtest.Allow, flowtest.ToolAsk: flowtest.Ask,
 			flowtest.ToolForbidden: flowtest.Deny, flowtest.ToolBlocked: flowtest.Block, flowtest.ToolHost: flowtest.Allow, flowtest.ToolAskHost: flowtest.Ask}},
-		Router: flowtest.Routes{flowtest.ToolWrite: "sync", flowtest.ToolAsk: "sync", flowtest.ToolForbidden: "sync", flowtest.ToolBlocked: "sync",
+		Routes: executor.Routes{flowtest.ToolWrite: "sync", flowtest.ToolAsk: "sync", flowtest.ToolForbidden: "sync", flowtest.ToolBlocked: "sync",
 			flowtest.ToolHost: actionflow.ExecutorHost, flowtest.ToolAskHost: actionflow.ExecutorHost},
-		Executors: map[string]actionflow.Executor{"sync": e.sync},
-		Starter:   e.sfn, Tasks: e.sfn, Clock: e.clock.Now, Logger: e.log,
+		Executors:     map[string]actionflow.Executor{"sync": e.sync},
+		EngineClock:   e.clock,
+		Clock:         e.clock.Now,
+		SweepInterval: -1, // the test sweeps
+		WrapFunction:  e.crashing,
+		Logger:        e.log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.flow = flow
-	if e.ctl, err = control.New(control.Config{Flow: flow, Logger: e.log}); err != nil {
-		t.Fatal(err)
-	}
-	if e.sw, err = recovery.New(recovery.Config{Flow: flow, Control: e.ctl, Machines: e.sfn, Logger: e.log}); err != nil {
-		t.Fatal(err)
-	}
-	// Start-up order: restart decisions (store only), the engine resumes
-	// its executions, the first sweep repairs actions.
-	if _, err := e.sw.Startup(context.Background(), ids.NewAttemptID()); err != nil {
-		t.Fatalf("start-up recovery: %v", err)
-	}
-	if err := eng.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e.stack, e.flow, e.ctl, e.sw, e.sfn = st, st.Service, st.Control, st.Recovery, st.SFNClient
 	_, err = e.sw.Sweep(context.Background())
 	e.do(err)
 }
@@ -187,16 +131,14 @@ func (e *embedded) start() {
 // kill stops the process without any orderly shutdown: in-flight
 // invocations are abandoned, nothing is paused, leases are left to lapse.
 func (e *embedded) kill() {
-	if e.eng == nil {
+	if e.stack == nil {
 		return
 	}
-	e.srv.CloseClientConnections()
-	e.srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	e.eng.Close(ctx)
+	e.stack.Close(ctx)
 	e.db.Close()
-	e.eng = nil
+	e.stack = nil
 }
 
 // restart kills the process and starts a new one after every lease of the
