@@ -114,10 +114,10 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 				}
 			}},
 		{name: "append, insert fails", fail: "INSERT INTO items",
-			do: func(s store.Store) error { _, err := s.Append(ctx, exec, []byte("e1")); return err },
+			do:    func(s store.Store) error { _, err := s.Append(ctx, exec, []byte("e1")); return err },
 			check: func(t *testing.T, s store.Store) { mustLog(t, s, exec, "e1") }},
 		{name: "append, commit fails", fail: "COMMIT",
-			do: func(s store.Store) error { _, err := s.Append(ctx, exec, []byte("e2")); return err },
+			do:    func(s store.Store) error { _, err := s.Append(ctx, exec, []byte("e2")); return err },
 			check: func(t *testing.T, s store.Store) { mustLog(t, s, exec, "e1", "e2") }},
 	}
 
