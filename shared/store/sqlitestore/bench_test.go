@@ -43,7 +43,7 @@ const (
 	benchOpenEvery        = 100
 	benchBodyBytes        = 1000
 	benchLogBytes         = 256
-	benchFixtureRevision  = 2 // bump when the fixture's shape changes
+	benchFixtureRevision  = 3 // bump when the fixture's shape changes
 	benchLeaseTTL         = time.Minute
 	benchPopulateBatchLen = 10_000
 	benchWindow           = 100 // executions in flight at once while populating
@@ -308,7 +308,7 @@ func buildBenchFixture(path string, n int) error {
 	rng := rand.New(rand.NewPCG(7, 7))
 	body := benchBody(rng, benchBodyBytes)
 	logBody := benchBody(rng, benchLogBytes)
-	leaseUntil := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	leaseUntil := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 
 	const insItem = `INSERT INTO items (pk, sk, version, fence, gsi1pk, gsi1sk, gsi2pk, gsi2sk, expires_at, body, attempt_id, lease_until, at, consecutive, total)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -383,7 +383,7 @@ func buildBenchFixture(path string, n int) error {
 				}
 				for l := range benchLogPerAction {
 					seq := int64(k*benchLogPerAction + l + 1)
-					if err := put(pk, store.LogSK(seq), 1, 0, nil, nil, nil, nil, nil, logBody, nil, nil, at.UnixNano(), nil, nil); err != nil {
+					if err := put(pk, store.LogSK(seq), 1, 0, nil, nil, nil, nil, nil, logBody, nil, nil, at.UnixMicro(), nil, nil); err != nil {
 						return err
 					}
 				}
