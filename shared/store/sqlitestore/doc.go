@@ -38,6 +38,12 @@
 //
 //	go test -run '^$' -bench . -benchmem -benchtime 2000x ./shared/store/sqlitestore/
 //
+// Measured with -count 5 on 2 shared cores (medians, cpu µs/op at 1k → 100k
+// actions): Get 12 → 16, CompareAndSwap 36 → 43, Query (one execution, ~55
+// items) 206 → 234, QueryIndex (20 of a session) 108 → 135, QueryIndex of
+// the open index 41 → 50, PutOnce 72 → 66, AcquireLease 48 → 48,
+// ApplyCounter 77 → 83, Append 68 → 64: every ratio under 1.35.
+//
 // This package must never interpret Item.Body, and never hold a write
 // transaction open across anything but its own statements.
 package sqlitestore

@@ -38,6 +38,10 @@ type Store struct {
 	ckptDB  *sql.DB
 }
 
+// DefaultPath is where `lifecycle serve` keeps its store unless told
+// otherwise, relative to the working directory.
+const DefaultPath = ".lifecycle/state.db"
+
 // Option configures Open.
 type Option func(*options)
 
