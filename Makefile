@@ -4,19 +4,24 @@ SHELL := /bin/bash
 GO ?= go
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
-ASL_VALIDATOR_VERSION := 4.1.0
+ASL_VALIDATOR_VERSION := 4.0.0
+ASL_FILE := statemachines/action-lifecycle.asl.json
+NODE_TOOLS := .tools/node
+ASL_VALIDATOR := $(NODE_TOOLS)/node_modules/.bin/asl-validator
 FUNCTIONS := authorize approval dispatch record project api recover
 BUILD_DIR := build
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
+# jsii also warns, loudly, on every run under a Node release it calls end-of-life.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
-.PHONY: run test unit lint bench build synth tools clean fuzz
+.PHONY: run test unit lint bench build synth tools clean fuzz infra-test asl-validate
 
 ## run: the whole embedded stack in one process (SQLite store, embedded Step Functions, API, UI, host worker)
 run:
 	$(GO) run ./cmd/lifecycle serve
 
 ## test: lint, then every test (unit, contract, end to end, browser when chromium is present, infra, ASL validation)
-test: lint unit
+test: lint unit infra-test asl-validate
 
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
@@ -35,13 +40,37 @@ tools: $(STATICCHECK)
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+## build: one linux/arm64 `bootstrap` per function, zipped to build/<name>.zip (each under 20 MB)
+build:
+	GO=$(GO) BUILD_DIR=$(BUILD_DIR) scripts/build-functions.sh $(FUNCTIONS)
+
+## synth: the CloudFormation template in infra/cdk.out (the Go app synthesizes itself; no CDK CLI needed)
+synth: build
+	cd infra && CDK_OUTDIR=$(CURDIR)/infra/cdk.out LIFECYCLE_ASSET_DIR=$(CURDIR)/$(BUILD_DIR) $(GO) run .
+	@ls -l infra/cdk.out/*.template.json
+
+## infra-test: vet, staticcheck and the template tests of the CDK app (its own module)
+infra-test: tools
+	cd infra && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 ./...
+
+## asl-validate: the ASL file against the asl-validator npm package (pinned, installed under .tools/)
+asl-validate: $(NODE_TOOLS)/asl-validator-$(ASL_VALIDATOR_VERSION).stamp
+	$(ASL_VALIDATOR) --json-path $(ASL_FILE)
+
+$(NODE_TOOLS)/asl-validator-$(ASL_VALIDATOR_VERSION).stamp:
+	npm install --prefix $(NODE_TOOLS) --no-save --no-package-lock --no-audit --no-fund asl-validator@$(ASL_VALIDATOR_VERSION)
+	touch $@
+
 ## bench: store operation cost at 1k and 100k stored actions, end-to-end lifecycle throughput
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x ./shared/store/sqlitestore/
+	$(GO) test -run '^$$' -bench AllowPath -benchtime 2000x ./shared/sfnlocal/
 
 ## fuzz: a short fuzzing pass over the rule parser and the Bash analysis
+FUZZTIME ?= 30s
 fuzz:
-	@echo "fuzz targets are added with the permission engine"
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnalyzeBash$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/bashscan/
 
 clean:
-	rm -rf $(BUILD_DIR) .lifecycle
+	rm -rf $(BUILD_DIR) .lifecycle infra/cdk.out

@@ -37,8 +37,9 @@ type (
 const MaxLen = 80
 
 // Validate reports whether s is usable as an identifier of the named kind:
-// 1..80 characters from [A-Za-z0-9_.:-]. The store's key separator '#' and
-// anything that would need escaping in an ARN or URL path are refused.
+// 1..80 characters from [A-Za-z0-9_.-]. The store's key separator '#', the
+// ':' that Step Functions execution names refuse, and anything that would
+// need escaping in an ARN or URL path are refused.
 func Validate(kind, s string) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty", kind)
@@ -48,9 +49,9 @@ func Validate(kind, s string) error {
 	}
 	for i, r := range s {
 		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '.', r == ':':
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '.':
 		default:
-			return fmt.Errorf("%s %q has character %q at %d; allowed are letters, digits and _ . : -", kind, s, r, i)
+			return fmt.Errorf("%s %q has character %q at %d; allowed are letters, digits and _ . -", kind, s, r, i)
 		}
 	}
 	return nil

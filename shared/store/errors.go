@@ -68,25 +68,25 @@ func (e *FenceError) Is(target error) bool { return target == ErrConflict }
 
 // LeaseHeldError: another attempt holds an unexpired lease.
 type LeaseHeldError struct {
-	ExecutionID string
-	Holder      string
-	ExpiresAt   time.Time
+	Resource  string
+	Holder    string
+	ExpiresAt time.Time
 }
 
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("execution %s is leased by attempt %s until %s", e.ExecutionID, e.Holder, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("%s is leased by attempt %s until %s", e.Resource, e.Holder, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
 }
 func (e *LeaseHeldError) Is(target error) bool { return target == ErrConflict }
 
 // LeaseLostError: the lease is no longer held by this attempt and fence.
 type LeaseLostError struct {
-	ExecutionID string
-	AttemptID   string
-	Fence       int64
+	Resource  string
+	AttemptID string
+	Fence     int64
 }
 
 func (e *LeaseLostError) Error() string {
-	return fmt.Sprintf("execution %s: attempt %s (fence %d) no longer holds the lease", e.ExecutionID, e.AttemptID, e.Fence)
+	return fmt.Sprintf("%s: attempt %s (fence %d) no longer holds the lease", e.Resource, e.AttemptID, e.Fence)
 }
 func (e *LeaseLostError) Is(target error) bool { return target == ErrConflict }
 

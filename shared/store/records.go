@@ -13,7 +13,7 @@ import (
 // adapter), under sort keys the item writes may not use: a PutOnce or
 // CompareAndSwap that could overwrite a lease would let a fence be reused.
 const (
-	// LeaseSK is the sort key of an execution's lease, under ExecPK.
+	// LeaseSK is the sort key of a lease, under its resource's partition.
 	LeaseSK = "LEASE"
 	// CounterSKPrefix starts the sort key of a refusal counter, under SessionPK.
 	CounterSKPrefix = "COUNTER#"
@@ -41,8 +41,9 @@ func ExecPK(executionID string) string { return "EXEC#" + executionID }
 // SessionPK is the partition key of one session's items.
 func SessionPK(sessionID string) string { return "SESSION#" + sessionID }
 
-// LeaseKey addresses the lease item of an execution.
-func LeaseKey(executionID string) Key { return Key{PK: ExecPK(executionID), SK: LeaseSK} }
+// LeaseKey addresses the lease item of a resource (the resource string is
+// the partition key, e.g. "EXEC#<execution_id>" or "ACTION#<action_id>").
+func LeaseKey(resource string) Key { return Key{PK: resource, SK: LeaseSK} }
 
 // CounterItemKey addresses the item that holds one counter.
 func CounterItemKey(k CounterKey) Key {
@@ -122,8 +123,8 @@ func ValidateKey(k Key) error {
 
 // ValidateLeaseRequest checks an AcquireLease request.
 func ValidateLeaseRequest(req LeaseRequest) error {
-	if req.ExecutionID == "" || req.AttemptID == "" || req.TTL <= 0 || req.Now.IsZero() {
-		return fmt.Errorf("%w: lease request needs an execution, an attempt, a positive TTL and a time", ErrInvalid)
+	if req.Resource == "" || req.AttemptID == "" || req.TTL <= 0 || req.Now.IsZero() {
+		return fmt.Errorf("%w: lease request needs a resource, an attempt, a positive TTL and a time", ErrInvalid)
 	}
 	return nil
 }

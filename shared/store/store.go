@@ -69,22 +69,24 @@ type Page struct {
 	Next string
 }
 
-// LeaseRequest asks for attempt ownership of one execution.
+// LeaseRequest asks for attempt ownership of one resource. Resource is the
+// partition key of the lease item (sort key "LEASE"), e.g. "EXEC#<execution_id>"
+// for an execution's owner or "ACTION#<action_id>" for one dispatch attempt.
 type LeaseRequest struct {
-	ExecutionID string
-	AttemptID   string
-	TTL         time.Duration
-	Now         time.Time
+	Resource  string
+	AttemptID string
+	TTL       time.Duration
+	Now       time.Time
 }
 
 // Lease is attempt ownership. Fence increases on every acquisition (first
 // acquire, takeover after expiry, or re-acquire by the same attempt) and is
 // never reused, so a write carrying an older fence can be rejected.
 type Lease struct {
-	ExecutionID string
-	AttemptID   string
-	Fence       int64
-	ExpiresAt   time.Time
+	Resource  string
+	AttemptID string
+	Fence     int64
+	ExpiresAt time.Time
 }
 
 // CounterOp is one change to a refusal counter.
@@ -159,7 +161,7 @@ type Store interface {
 	// Index reads are eventually consistent in DynamoDB.
 	QueryIndex(ctx context.Context, index Index, pk string, opts QueryOptions) (Page, error)
 
-	// AcquireLease takes ownership of an execution when no lease exists, the
+	// AcquireLease takes ownership of a resource when no lease exists, the
 	// lease expired at or before req.Now, or req.AttemptID already holds it.
 	// Otherwise it returns a *LeaseHeldError naming the holder. Every
 	// successful acquisition returns a fence greater than any before it.
@@ -174,8 +176,8 @@ type Store interface {
 	// lease that is no longer ours is *LeaseLostError.
 	ReleaseLease(ctx context.Context, lease Lease) error
 
-	// GetLease reads the current lease of an execution (ErrNotFound if none).
-	GetLease(ctx context.Context, executionID string) (Lease, error)
+	// GetLease reads the current lease of a resource (ErrNotFound if none).
+	GetLease(ctx context.Context, resource string) (Lease, error)
 
 	// ApplyCounter applies op for one action at most once per (action, op):
 	// member is the action id. If this (member, op) was already applied the

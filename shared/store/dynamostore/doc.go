@@ -14,7 +14,7 @@
 //   - PutOnceIfVersion: the only TransactWriteItems, a Put on
 //     attribute_not_exists(pk) with a ConditionCheck of the guard's version.
 //   - AcquireLease, RenewLease, ReleaseLease: one UpdateItem each on the
-//     EXEC#<id>/LEASE item (fence = if_not_exists(fence, 0) + 1 on acquire).
+//     <resource>/LEASE item (fence = if_not_exists(fence, 0) + 1 on acquire).
 //   - ApplyCounter: one UpdateItem, NOT contains(counted, :member) with
 //     ADD counted :member_set, no transaction.
 //   - Append: Query (descending, limit 1) for the last entry, then PutItem of

@@ -89,7 +89,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	counterKey := store.CounterKey{SessionID: "s1", Epoch: "1"}
-	lease := store.LeaseRequest{ExecutionID: "e1", AttemptID: "att-1", TTL: time.Minute, Now: time.Unix(2_000_000_000, 0)}
+	lease := store.LeaseRequest{Resource: exec, AttemptID: "att-1", TTL: time.Minute, Now: time.Unix(2_000_000_000, 0)}
 
 	cases := []struct {
 		name  string
@@ -118,7 +118,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		{name: "acquire lease: the failed call takes no fence", op: "UpdateItem", nth: 1,
 			do: func() error { _, err := s.AcquireLease(ctx, lease); return err },
 			check: func(t *testing.T) {
-				l, err := s.GetLease(ctx, "e1")
+				l, err := s.GetLease(ctx, exec)
 				if err != nil || l.Fence != 1 {
 					t.Fatalf("lease after retry: %+v %v, want fence 1", l, err)
 				}

@@ -13,7 +13,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
-// A lease is the item EXEC#<id>/LEASE with attempt_id, fence and
+// A lease is the item <resource>/LEASE (e.g. EXEC#<id>/LEASE) with attempt_id, fence and
 // lease_until (store.UnixMicro, 0 once released; always present, so the
 // "expired" condition can compare it). Its version is its fence. The item
 // is never deleted and carries no TTL: the fence must continue from the
@@ -55,7 +55,7 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 	if err := store.ValidateLeaseRequest(req); err != nil {
 		return store.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
-	key := store.LeaseKey(req.ExecutionID)
+	key := store.LeaseKey(req.Resource)
 	op := "acquire lease " + key.PK
 	nextFence := expression.Plus(expression.IfNotExists(expression.Name(attrFence), expression.Value(0)), expression.Value(1))
 	upd := expression.Set(expression.Name(attrFence), nextFence).
@@ -73,7 +73,7 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 		if err != nil {
 			return store.Lease{}, err
 		}
-		return r.lease(req.ExecutionID), nil
+		return r.lease(req.Resource), nil
 	}
 	held, found, err := s.oldRecord(ctx, op, key, old)
 	if err != nil {
@@ -83,7 +83,7 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 		// Cannot happen: an absent lease passes the condition.
 		return store.Lease{}, fmt.Errorf("%s: condition failed on a missing lease", op)
 	}
-	return store.Lease{}, &store.LeaseHeldError{ExecutionID: req.ExecutionID, Holder: held.AttemptID, ExpiresAt: store.FromUnixMicro(held.LeaseUntil)}
+	return store.Lease{}, &store.LeaseHeldError{Resource: req.Resource, Holder: held.AttemptID, ExpiresAt: store.FromUnixMicro(held.LeaseUntil)}
 }
 
 // ownedBy is the condition that the lease is still lease's.
@@ -95,16 +95,16 @@ func ownedBy(lease store.Lease) expression.ConditionBuilder {
 }
 
 func lost(lease store.Lease) error {
-	return &store.LeaseLostError{ExecutionID: lease.ExecutionID, AttemptID: lease.AttemptID, Fence: lease.Fence}
+	return &store.LeaseLostError{Resource: lease.Resource, AttemptID: lease.AttemptID, Fence: lease.Fence}
 }
 
 // RenewLease moves lease_until on condition that the lease is still ours
 // and not expired at now.
 func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Duration, now time.Time) (store.Lease, error) {
-	if lease.ExecutionID == "" || lease.AttemptID == "" || ttl <= 0 || now.IsZero() {
-		return store.Lease{}, fmt.Errorf("renew lease: %w: needs an execution, an attempt, a positive TTL and a time", store.ErrInvalid)
+	if lease.Resource == "" || lease.AttemptID == "" || ttl <= 0 || now.IsZero() {
+		return store.Lease{}, fmt.Errorf("renew lease: %w: needs a resource, an attempt, a positive TTL and a time", store.ErrInvalid)
 	}
-	key := store.LeaseKey(lease.ExecutionID)
+	key := store.LeaseKey(lease.Resource)
 	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(now.Add(ttl).UnixMicro()))
 	cond := ownedBy(lease).And(expression.Name(attrLeaseUntil).GreaterThan(expression.Value(now.UnixMicro())))
 	r, err := s.update(ctx, "renew lease "+key.PK, key, upd, cond)
@@ -114,16 +114,16 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 	if err != nil {
 		return store.Lease{}, err
 	}
-	return r.lease(lease.ExecutionID), nil
+	return r.lease(lease.Resource), nil
 }
 
 // ReleaseLease sets lease_until to 0 on condition that the lease is still
 // ours; the fence stays.
 func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
-	if lease.ExecutionID == "" || lease.AttemptID == "" {
-		return fmt.Errorf("release lease: %w: needs an execution and an attempt", store.ErrInvalid)
+	if lease.Resource == "" || lease.AttemptID == "" {
+		return fmt.Errorf("release lease: %w: needs a resource and an attempt", store.ErrInvalid)
 	}
-	key := store.LeaseKey(lease.ExecutionID)
+	key := store.LeaseKey(lease.Resource)
 	upd := expression.Set(expression.Name(attrLeaseUntil), expression.Value(0))
 	_, err := s.update(ctx, "release lease "+key.PK, key, upd, ownedBy(lease))
 	if _, failed := conditionFailed(err); failed {
@@ -133,11 +133,11 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 }
 
 // GetLease reads the lease item (consistent read).
-func (s *Store) GetLease(ctx context.Context, executionID string) (store.Lease, error) {
-	if executionID == "" {
-		return store.Lease{}, fmt.Errorf("get lease: %w: empty execution id", store.ErrInvalid)
+func (s *Store) GetLease(ctx context.Context, resource string) (store.Lease, error) {
+	if resource == "" {
+		return store.Lease{}, fmt.Errorf("get lease: %w: empty resource", store.ErrInvalid)
 	}
-	key := store.LeaseKey(executionID)
+	key := store.LeaseKey(resource)
 	r, found, err := s.getRecord(ctx, "get lease "+key.PK, key)
 	if err != nil {
 		return store.Lease{}, err
@@ -145,5 +145,5 @@ func (s *Store) GetLease(ctx context.Context, executionID string) (store.Lease, 
 	if !found {
 		return store.Lease{}, fmt.Errorf("get lease %s: %w", key.PK, store.ErrNotFound)
 	}
-	return r.lease(executionID), nil
+	return r.lease(resource), nil
 }

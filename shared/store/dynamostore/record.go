@@ -78,8 +78,8 @@ func (r storedRecord) item() store.Item {
 	return it
 }
 
-func (r storedRecord) lease(executionID string) store.Lease {
-	return store.Lease{ExecutionID: executionID, AttemptID: r.AttemptID, Fence: r.Fence, ExpiresAt: store.FromUnixMicro(r.LeaseUntil)}
+func (r storedRecord) lease(resource string) store.Lease {
+	return store.Lease{Resource: resource, AttemptID: r.AttemptID, Fence: r.Fence, ExpiresAt: store.FromUnixMicro(r.LeaseUntil)}
 }
 
 func (r storedRecord) counter() store.Counter {

@@ -141,7 +141,7 @@ func BenchmarkOps(b *testing.B) {
 			for b.Loop() {
 				f.seq++
 				f.now = f.now.Add(benchLeaseTTL)
-				req := store.LeaseRequest{ExecutionID: f.execs[f.liveExec()], AttemptID: fmt.Sprintf("bench-%d", f.seq), TTL: benchLeaseTTL, Now: f.now}
+				req := store.LeaseRequest{Resource: store.ExecPK(f.execs[f.liveExec()]), AttemptID: fmt.Sprintf("bench-%d", f.seq), TTL: benchLeaseTTL, Now: f.now}
 				if _, err := f.s.AcquireLease(ctx, req); err != nil {
 					b.Fatal(err)
 				}

@@ -47,7 +47,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 	meta := store.Item{PK: exec, SK: "META", Version: 3, Body: []byte("meta")}
 	ckpt := store.Item{PK: exec, SK: "CKPT", Version: 1, Body: []byte("ckpt v1")}
 	counterKey := store.CounterKey{SessionID: "s1", Epoch: "1"}
-	lease := store.LeaseRequest{ExecutionID: "e1", AttemptID: "att-1", TTL: time.Minute, Now: time.Unix(2_000_000_000, 0)}
+	lease := store.LeaseRequest{Resource: exec, AttemptID: "att-1", TTL: time.Minute, Now: time.Unix(2_000_000_000, 0)}
 
 	cases := []struct {
 		name string
@@ -80,7 +80,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		{name: "acquire lease, commit fails", fail: "COMMIT",
 			do: func(s store.Store) error { _, err := s.AcquireLease(ctx, lease); return err },
 			check: func(t *testing.T, s store.Store) {
-				l, err := s.GetLease(ctx, "e1")
+				l, err := s.GetLease(ctx, exec)
 				if err != nil || l.Fence != 1 || l.AttemptID != "att-1" {
 					t.Fatalf("lease after retry: %+v %v, want fence 1", l, err)
 				}
@@ -272,7 +272,7 @@ func TestKilledProcessKeepsCommittedWrites(t *testing.T) {
 	if err != nil || len(entries) != n {
 		t.Fatalf("log after kill: %d entries %v, want %d", len(entries), err, n)
 	}
-	l, err := re.GetLease(ctx, "e1")
+	l, err := re.GetLease(ctx, store.ExecPK("e1"))
 	if err != nil || l.Fence != 1 {
 		t.Fatalf("lease after kill: %+v %v", l, err)
 	}
@@ -287,7 +287,7 @@ func killChild(path string, n int) {
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	if _, err := s.AcquireLease(ctx, store.LeaseRequest{ExecutionID: "e1", AttemptID: "child", TTL: time.Hour, Now: time.Now()}); err != nil {
+	if _, err := s.AcquireLease(ctx, store.LeaseRequest{Resource: store.ExecPK("e1"), AttemptID: "child", TTL: time.Hour, Now: time.Now()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

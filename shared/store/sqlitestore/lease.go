@@ -10,7 +10,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
-// A lease is the item EXEC#<id>/LEASE with attempt_id, fence and
+// A lease is the item <resource>/LEASE (e.g. EXEC#<id>/LEASE) with attempt_id, fence and
 // lease_until (store.UnixMicro; 0 once released). Its version is its
 // fence. The item is never deleted, so the next fence always continues
 // from the last one.
@@ -21,8 +21,8 @@ type leaseRow struct {
 	until   int64
 }
 
-func (r leaseRow) lease(executionID string) store.Lease {
-	return store.Lease{ExecutionID: executionID, AttemptID: r.attempt, Fence: r.fence, ExpiresAt: store.FromUnixMicro(r.until)}
+func (r leaseRow) lease(resource string) store.Lease {
+	return store.Lease{Resource: resource, AttemptID: r.attempt, Fence: r.fence, ExpiresAt: store.FromUnixMicro(r.until)}
 }
 
 func scanLease(row *sql.Row) (leaseRow, bool, error) {
@@ -48,7 +48,7 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 	if err := store.ValidateLeaseRequest(req); err != nil {
 		return store.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
-	pk := store.ExecPK(req.ExecutionID)
+	pk := req.Resource
 	op := "acquire lease " + pk
 	until := req.Now.Add(req.TTL).UnixMicro()
 	var got store.Lease
@@ -61,17 +61,17 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 			if _, err := tx.StmtContext(ctx, s.stmts.wInsLease).ExecContext(ctx, pk, 1, 1, req.AttemptID, until); err != nil {
 				return unavailable(op, err)
 			}
-			got = leaseRow{attempt: req.AttemptID, fence: 1, until: until}.lease(req.ExecutionID)
+			got = leaseRow{attempt: req.AttemptID, fence: 1, until: until}.lease(req.Resource)
 			return nil
 		}
 		if cur.attempt != req.AttemptID && cur.until > req.Now.UnixMicro() {
-			return &store.LeaseHeldError{ExecutionID: req.ExecutionID, Holder: cur.attempt, ExpiresAt: store.FromUnixMicro(cur.until)}
+			return &store.LeaseHeldError{Resource: req.Resource, Holder: cur.attempt, ExpiresAt: store.FromUnixMicro(cur.until)}
 		}
 		next := leaseRow{attempt: req.AttemptID, fence: cur.fence + 1, until: until}
 		if err := s.updateLeaseTx(ctx, tx, pk, cur.fence, next); err != nil {
 			return unavailable(op, err)
 		}
-		got = next.lease(req.ExecutionID)
+		got = next.lease(req.Resource)
 		return nil
 	})
 	return got, err
@@ -93,12 +93,12 @@ func (s *Store) updateLeaseTx(ctx context.Context, tx *sql.Tx, pk string, oldFen
 // checkOwner reads the lease and returns *LeaseLostError unless it is still
 // held by lease's attempt with lease's fence.
 func (s *Store) checkOwner(ctx context.Context, tx *sql.Tx, op string, lease store.Lease) (leaseRow, error) {
-	cur, found, err := scanLease(tx.StmtContext(ctx, s.stmts.wGetLease).QueryRowContext(ctx, store.ExecPK(lease.ExecutionID)))
+	cur, found, err := scanLease(tx.StmtContext(ctx, s.stmts.wGetLease).QueryRowContext(ctx, lease.Resource))
 	if err != nil {
 		return leaseRow{}, unavailable(op, err)
 	}
 	if !found || cur.attempt != lease.AttemptID || cur.fence != lease.Fence {
-		return leaseRow{}, &store.LeaseLostError{ExecutionID: lease.ExecutionID, AttemptID: lease.AttemptID, Fence: lease.Fence}
+		return leaseRow{}, &store.LeaseLostError{Resource: lease.Resource, AttemptID: lease.AttemptID, Fence: lease.Fence}
 	}
 	return cur, nil
 }
@@ -106,10 +106,10 @@ func (s *Store) checkOwner(ctx context.Context, tx *sql.Tx, op string, lease sto
 // RenewLease extends a lease still held, unexpired at now, by the same
 // attempt and fence.
 func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Duration, now time.Time) (store.Lease, error) {
-	if lease.ExecutionID == "" || lease.AttemptID == "" || ttl <= 0 || now.IsZero() {
+	if lease.Resource == "" || lease.AttemptID == "" || ttl <= 0 || now.IsZero() {
 		return store.Lease{}, fmt.Errorf("renew lease: %w: needs an execution, an attempt, a positive TTL and a time", store.ErrInvalid)
 	}
-	pk := store.ExecPK(lease.ExecutionID)
+	pk := lease.Resource
 	op := "renew lease " + pk
 	var got store.Lease
 	err := s.write(ctx, op, func(tx *sql.Tx) error {
@@ -118,13 +118,13 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 			return err
 		}
 		if cur.until <= now.UnixMicro() {
-			return &store.LeaseLostError{ExecutionID: lease.ExecutionID, AttemptID: lease.AttemptID, Fence: lease.Fence}
+			return &store.LeaseLostError{Resource: lease.Resource, AttemptID: lease.AttemptID, Fence: lease.Fence}
 		}
 		next := leaseRow{attempt: cur.attempt, fence: cur.fence, until: now.Add(ttl).UnixMicro()}
 		if err := s.updateLeaseTx(ctx, tx, pk, cur.fence, next); err != nil {
 			return unavailable(op, err)
 		}
-		got = next.lease(lease.ExecutionID)
+		got = next.lease(lease.Resource)
 		return nil
 	})
 	return got, err
@@ -133,10 +133,10 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 // ReleaseLease expires a lease held by the same attempt and fence. The item
 // and its fence stay, so the next acquisition gets fence+1.
 func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
-	if lease.ExecutionID == "" || lease.AttemptID == "" {
+	if lease.Resource == "" || lease.AttemptID == "" {
 		return fmt.Errorf("release lease: %w: needs an execution and an attempt", store.ErrInvalid)
 	}
-	pk := store.ExecPK(lease.ExecutionID)
+	pk := lease.Resource
 	op := "release lease " + pk
 	return s.write(ctx, op, func(tx *sql.Tx) error {
 		cur, err := s.checkOwner(ctx, tx, op, lease)
@@ -155,11 +155,11 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 
 // GetLease reads the current lease (ErrNotFound if there never was one). A
 // released lease reads back with a zero ExpiresAt.
-func (s *Store) GetLease(ctx context.Context, executionID string) (store.Lease, error) {
-	if executionID == "" {
+func (s *Store) GetLease(ctx context.Context, resource string) (store.Lease, error) {
+	if resource == "" {
 		return store.Lease{}, fmt.Errorf("get lease: %w: empty execution id", store.ErrInvalid)
 	}
-	pk := store.ExecPK(executionID)
+	pk := resource
 	cur, found, err := scanLease(s.stmts.rGetLease.QueryRowContext(ctx, pk))
 	if err != nil {
 		return store.Lease{}, unavailable("get lease "+pk, err)
@@ -167,5 +167,5 @@ func (s *Store) GetLease(ctx context.Context, executionID string) (store.Lease, 
 	if !found {
 		return store.Lease{}, fmt.Errorf("get lease %s: %w", pk, store.ErrNotFound)
 	}
-	return cur.lease(executionID), nil
+	return cur.lease(resource), nil
 }

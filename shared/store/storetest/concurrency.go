@@ -39,7 +39,7 @@ func testConcurrency(t *testing.T, open Opener) {
 		exec := p + "lease"
 		fences := make([]int64, Racers)
 		errs := race(func(i int) error {
-			l, err := s.AcquireLease(ctx, store.LeaseRequest{ExecutionID: exec, AttemptID: fmt.Sprintf("att-%02d", i), TTL: time.Minute, Now: t0})
+			l, err := s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: fmt.Sprintf("att-%02d", i), TTL: time.Minute, Now: t0})
 			fences[i] = l.Fence
 			return err
 		})

@@ -309,7 +309,7 @@ func testInvalid(t *testing.T, open Opener) {
 			return err
 		}},
 		{"lease without a TTL", func() error {
-			_, err := s.AcquireLease(ctx, store.LeaseRequest{ExecutionID: p + "e", AttemptID: "a", Now: t0})
+			_, err := s.AcquireLease(ctx, store.LeaseRequest{Resource: p + "e", AttemptID: "a", Now: t0})
 			return err
 		}},
 		{"append to no stream", func() error { _, err := s.Append(ctx, "", []byte("x")); return err }},

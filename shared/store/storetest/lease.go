@@ -14,7 +14,7 @@ func testLease(t *testing.T, open Opener) {
 	exec := p + "e1"
 	const ttl = 30 * time.Second
 	acquire := func(attempt string, now time.Time) (store.Lease, error) {
-		return s.AcquireLease(ctx, store.LeaseRequest{ExecutionID: exec, AttemptID: attempt, TTL: ttl, Now: now})
+		return s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: attempt, TTL: ttl, Now: now})
 	}
 
 	t.Run("get lease of an execution never leased is ErrNotFound", func(t *testing.T) {
@@ -32,7 +32,7 @@ func testLease(t *testing.T, open Opener) {
 			var err error
 			a1, err = acquire("att-1", t0)
 			mustNil(t, err, "acquire")
-			want := store.Lease{ExecutionID: exec, AttemptID: "att-1", Fence: 1, ExpiresAt: t0.Add(ttl)}
+			want := store.Lease{Resource: exec, AttemptID: "att-1", Fence: 1, ExpiresAt: t0.Add(ttl)}
 			sameLease(t, a1, want)
 			got, err := s.GetLease(ctx, exec)
 			mustNil(t, err, "get lease")
@@ -42,7 +42,7 @@ func testLease(t *testing.T, open Opener) {
 			_, err := acquire("att-2", t0.Add(ttl-time.Microsecond))
 			lh := as[*store.LeaseHeldError](t, err, "acquire held lease")
 			is(t, err, store.ErrConflict, "acquire held lease")
-			if lh.ExecutionID != exec || lh.Holder != "att-1" || !lh.ExpiresAt.Equal(t0.Add(ttl)) {
+			if lh.Resource != exec || lh.Holder != "att-1" || !lh.ExpiresAt.Equal(t0.Add(ttl)) {
 				t.Fatalf("got %+v, want holder att-1 until %v", lh, t0.Add(ttl))
 			}
 		}},
@@ -57,7 +57,7 @@ func testLease(t *testing.T, open Opener) {
 		{"re-acquire by the same attempt raises the fence", func(t *testing.T) {
 			got, err := acquire("att-1", t0.Add(11*time.Second))
 			mustNil(t, err, "re-acquire")
-			sameLease(t, got, store.Lease{ExecutionID: exec, AttemptID: "att-1", Fence: 2, ExpiresAt: t0.Add(11*time.Second + ttl)})
+			sameLease(t, got, store.Lease{Resource: exec, AttemptID: "att-1", Fence: 2, ExpiresAt: t0.Add(11*time.Second + ttl)})
 			a1 = got
 		}},
 		{"renew with the superseded fence is LeaseLostError", func(t *testing.T) {
@@ -66,7 +66,7 @@ func testLease(t *testing.T, open Opener) {
 			_, err := s.RenewLease(ctx, stale, ttl, t0.Add(12*time.Second))
 			ll := as[*store.LeaseLostError](t, err, "renew stale fence")
 			is(t, err, store.ErrConflict, "renew stale fence")
-			if ll.ExecutionID != exec || ll.AttemptID != "att-1" || ll.Fence != 1 {
+			if ll.Resource != exec || ll.AttemptID != "att-1" || ll.Fence != 1 {
 				t.Fatalf("got %+v", ll)
 			}
 		}},
@@ -78,7 +78,7 @@ func testLease(t *testing.T, open Opener) {
 			var err error
 			a2, err = acquire("att-2", a1.ExpiresAt)
 			mustNil(t, err, "takeover")
-			sameLease(t, a2, store.Lease{ExecutionID: exec, AttemptID: "att-2", Fence: 3, ExpiresAt: a1.ExpiresAt.Add(ttl)})
+			sameLease(t, a2, store.Lease{Resource: exec, AttemptID: "att-2", Fence: 3, ExpiresAt: a1.ExpiresAt.Add(ttl)})
 		}},
 		{"the replaced owner cannot renew or release", func(t *testing.T) {
 			_, err := s.RenewLease(ctx, a1, ttl, a1.ExpiresAt)
@@ -109,7 +109,7 @@ func testLease(t *testing.T, open Opener) {
 			as[*store.LeaseLostError](t, err, "renew released")
 		}},
 		{"renew or release of a lease never taken is LeaseLostError", func(t *testing.T) {
-			ghost := store.Lease{ExecutionID: p + "ghost", AttemptID: "att-1", Fence: 1, ExpiresAt: t0.Add(ttl)}
+			ghost := store.Lease{Resource: p + "ghost", AttemptID: "att-1", Fence: 1, ExpiresAt: t0.Add(ttl)}
 			_, err := s.RenewLease(ctx, ghost, ttl, t0)
 			as[*store.LeaseLostError](t, err, "renew missing")
 			as[*store.LeaseLostError](t, s.ReleaseLease(ctx, ghost), "release missing")
@@ -137,7 +137,7 @@ func testLeaseTimePrecision(t *testing.T, open Opener) {
 	ctx := t.Context()
 	exec := ns(t) + "e-precise"
 	now := t0.Add(123456789 * time.Nanosecond)
-	l, err := s.AcquireLease(ctx, store.LeaseRequest{ExecutionID: exec, AttemptID: "a", TTL: 1500 * time.Millisecond, Now: now})
+	l, err := s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: "a", TTL: 1500 * time.Millisecond, Now: now})
 	mustNil(t, err, "acquire")
 	want := now.Add(1500 * time.Millisecond).Truncate(time.Microsecond)
 	if !l.ExpiresAt.Equal(want) {
@@ -147,15 +147,15 @@ func testLeaseTimePrecision(t *testing.T, open Opener) {
 	mustNil(t, err, "get lease")
 	sameLease(t, got, l)
 	// Held until the last microsecond, free at it.
-	_, err = s.AcquireLease(ctx, store.LeaseRequest{ExecutionID: exec, AttemptID: "b", TTL: time.Second, Now: want.Add(-time.Microsecond)})
+	_, err = s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: "b", TTL: time.Second, Now: want.Add(-time.Microsecond)})
 	as[*store.LeaseHeldError](t, err, "acquire a microsecond before expiry")
-	_, err = s.AcquireLease(ctx, store.LeaseRequest{ExecutionID: exec, AttemptID: "b", TTL: time.Second, Now: want})
+	_, err = s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: "b", TTL: time.Second, Now: want})
 	mustNil(t, err, "acquire at expiry")
 }
 
 func sameLease(t *testing.T, got, want store.Lease) {
 	t.Helper()
-	if got.ExecutionID != want.ExecutionID || got.AttemptID != want.AttemptID || got.Fence != want.Fence || !got.ExpiresAt.Equal(want.ExpiresAt) {
+	if got.Resource != want.Resource || got.AttemptID != want.AttemptID || got.Fence != want.Fence || !got.ExpiresAt.Equal(want.ExpiresAt) {
 		t.Fatalf("lease %+v, want %+v", got, want)
 	}
 }

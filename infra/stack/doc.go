@@ -1,0 +1,16 @@
+// Package stack owns the AWS shape of the action lifecycle: one CDK stack with
+// the DynamoDB table, the blob bucket, the seven Lambda functions, the Standard
+// state machine loaded from the project's one ASL file, the HTTP API, the
+// EventBridge rules and bus, the dead-letter queue, the alarms and the outputs.
+//
+// Every IAM grant is written out here, action by action and resource by
+// resource, so that the stack tests can prove least privilege by walking the
+// synthesized template. The only statements with a "*" resource are the ones
+// IAM offers no resource-level permission for (see wildcardActions in
+// grants.go).
+//
+// This package builds infrastructure only: it must never import the lifecycle
+// domain packages, read AWS credentials, or call AWS. Its inputs are a Config
+// (from CDK context, see config.go), the directory of the function zips and
+// the ASL file; everything else is derived.
+package stack

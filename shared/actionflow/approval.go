@@ -1,0 +1,239 @@
+package actionflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// AwaitOutput is the approval function's response (ignored by the
+// waitForTaskToken integration; useful in logs and tests).
+type AwaitOutput struct {
+	ApprovalID ids.ApprovalID `json:"approval_id"`
+	Status     ApprovalStatus `json:"status"`
+}
+
+// ApprovalStep is the approval function: mode "await" stores the task token
+// on a fresh pending approval; mode "expire" records an expired wait.
+func (s *Service) ApprovalStep(ctx context.Context, in StepInput) (AwaitOutput, error) {
+	var out AwaitOutput
+	var err error
+	switch in.Mode {
+	case "", "await":
+		out, err = s.awaitApproval(ctx, in)
+	case "expire":
+		out, err = s.expireApproval(ctx, in)
+	default:
+		err = &PermanentError{Code: "bad_mode", Msg: fmt.Sprintf("approval mode %q", in.Mode)}
+	}
+	return out, stepError("approval "+string(in.ActionID), err)
+}
+
+func (s *Service) awaitApproval(ctx context.Context, in StepInput) (AwaitOutput, error) {
+	if in.TaskToken == "" {
+		return AwaitOutput{}, &PermanentError{Code: "no_task_token", Msg: "await needs $$.Task.Token"}
+	}
+	a, err := s.getAction(ctx, in.ActionID)
+	if err != nil {
+		return AwaitOutput{}, err
+	}
+	if a.States.Permission != lifecycle.PermissionAsk || a.Decision == nil {
+		return AwaitOutput{}, &PermanentError{Code: "not_asking", Msg: "permission is " + string(a.States.Permission)}
+	}
+	prev, err := s.getApproval(ctx, a.ActionID)
+	expected := int64(0)
+	switch {
+	case err == nil:
+		if prev.TaskToken == in.TaskToken {
+			return AwaitOutput{ApprovalID: prev.ApprovalID, Status: prev.Status}, nil // re-invoked: same wait
+		}
+		expected = prev.Version
+	case !errors.Is(err, store.ErrNotFound):
+		return AwaitOutput{}, err
+	}
+	now := s.now()
+	ap := Approval{
+		ApprovalID: ApprovalIDFor(a.ActionID), ActionID: a.ActionID, ExecutionID: a.ExecutionID, SessionID: a.SessionID,
+		Tool: a.Tool, Arguments: a.Arguments, ArgsDigest: a.ArgsDigest, PolicyVersion: a.Decision.PolicyVersion,
+		Reason: a.Decision.Reason, Fallback: a.Decision.Fallback, Status: ApprovalPending, TaskToken: in.TaskToken,
+		CreatedAt: now, ExpiresAt: now.Add(s.cfg.ApprovalTimeout), Version: expected + 1,
+	}
+	// One item holds the current wait: replacing it supersedes the earlier
+	// wait, whose approval id then no longer resolves anything.
+	if err := s.cfg.Store.CompareAndSwap(ctx, s.approvalItem(ap), expected, 0); err != nil {
+		return AwaitOutput{}, fmt.Errorf("store approval wait: %w", err)
+	}
+	s.logFor(&a).Info("approval requested", "approval_id", ap.ApprovalID)
+	if _, err := s.appendEvent(ctx, Event{Type: "approval.requested", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
+		s.ApprovalView(ap)); err != nil {
+		return AwaitOutput{}, err
+	}
+	return AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}, nil
+}
+
+func (s *Service) expireApproval(ctx context.Context, in StepInput) (AwaitOutput, error) {
+	ap, err := s.getApproval(ctx, in.ActionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return AwaitOutput{Status: ApprovalExpired}, nil
+	}
+	if err != nil {
+		return AwaitOutput{}, err
+	}
+	// A wait that timed out is expired even if a decision raced it: the
+	// decision never reached the state machine, so it never took effect.
+	if ap.Status == ApprovalPending || ap.Status == ApprovalApproved {
+		if _, err := s.setApprovalStatus(ctx, ap, ApprovalExpired, nil); err != nil {
+			return AwaitOutput{}, err
+		}
+		ap.Status = ApprovalExpired
+	}
+	return AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}, nil
+}
+
+func (s *Service) setApprovalStatus(ctx context.Context, ap Approval, st ApprovalStatus, by *Principal) (Approval, error) {
+	expected := ap.Version
+	ap.Status = st
+	if by != nil {
+		now := s.now()
+		ap.DecidedBy, ap.DecidedAt = by, &now
+	}
+	ap.Version++
+	if err := s.cfg.Store.CompareAndSwap(ctx, s.approvalItem(ap), expected, 0); err != nil {
+		return ap, fmt.Errorf("set approval %s %s: %w", ap.ApprovalID, st, err)
+	}
+	if _, err := s.appendEvent(ctx, Event{Type: "approval." + string(st), SessionID: ap.SessionID, ExecutionID: ap.ExecutionID, ActionID: ap.ActionID},
+		s.ApprovalView(ap)); err != nil {
+		return ap, err
+	}
+	return ap, nil
+}
+
+// Decision values of DecideApproval.
+const (
+	DecisionApprove = "approve"
+	DecisionDecline = "decline"
+)
+
+// DecideApproval applies a human decision to a pending approval exactly
+// once (conditional write pending -> approved|declined), then completes the
+// Step Functions wait. Only an authenticated human (or admin) of the owning
+// session may decide; the digest must be the action's exact args digest.
+func (s *Service) DecideApproval(ctx context.Context, id ids.ApprovalID, decision, digest string, by Principal) (Approval, error) {
+	if by.Role != "human" && by.Role != "admin" {
+		return Approval{}, &ForbiddenError{Msg: "only a human owner may decide approvals"}
+	}
+	if decision != DecisionApprove && decision != DecisionDecline {
+		return Approval{}, &ValidationError{Field: "decision", Msg: fmt.Sprintf("%q is not approve or decline", decision)}
+	}
+	actionID, ok := ActionOfApproval(id)
+	if !ok {
+		return Approval{}, &NotFoundError{What: "approval " + string(id)}
+	}
+	ap, err := s.getApproval(ctx, actionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Approval{}, &NotFoundError{What: "approval " + string(id)}
+	}
+	if err != nil {
+		return Approval{}, err
+	}
+	if by.Role != "admin" && by.Session != ap.SessionID {
+		return Approval{}, &NotFoundError{What: "approval " + string(id)} // another session's: not visible
+	}
+	if ap.ApprovalID != id {
+		return Approval{}, &ConflictError{Code: "approval_superseded", Msg: "this wait was replaced by a newer one", Current: s.ApprovalView(ap)}
+	}
+	if digest != ap.ArgsDigest {
+		return Approval{}, &ValidationError{Field: "digest", Msg: "does not match the action's arguments digest " + ap.ArgsDigest}
+	}
+	if ap.Status != ApprovalPending {
+		return Approval{}, &ConflictError{Code: "already_decided", Msg: "the approval is already " + string(ap.Status), Current: s.ApprovalView(ap)}
+	}
+	st := ApprovalApproved
+	if decision == DecisionDecline {
+		st = ApprovalDeclinedSt
+	}
+	decided, err := s.setApprovalStatus(ctx, ap, st, &by)
+	var vc *store.VersionConflictError
+	if errors.As(err, &vc) {
+		cur, gerr := s.getApproval(ctx, actionID)
+		if gerr == nil {
+			return Approval{}, &ConflictError{Code: "already_decided", Msg: "the approval is already " + string(cur.Status), Current: s.ApprovalView(cur)}
+		}
+		return Approval{}, err
+	}
+	if err != nil {
+		return Approval{}, err
+	}
+	if s.cfg.Tasks == nil {
+		return decided, errors.New("actionflow: no TaskCompleter configured")
+	}
+	if st == ApprovalApproved {
+		err = s.cfg.Tasks.SendTaskSuccess(ctx, ap.TaskToken, encode(AwaitOutput{ApprovalID: ap.ApprovalID, Status: st}))
+	} else {
+		err = s.cfg.Tasks.SendTaskFailure(ctx, ap.TaskToken, ApprovalDeclined, "declined by "+by.Subject)
+	}
+	if errors.Is(err, ErrTaskGone) {
+		expired, xerr := s.setApprovalStatus(ctx, decided, ApprovalExpired, nil)
+		if xerr != nil {
+			return decided, xerr
+		}
+		return Approval{}, &ConflictError{Code: "approval_expired", Msg: "the wait ended before the decision arrived", Current: s.ApprovalView(expired)}
+	}
+	if err != nil {
+		// The decision is durable; the state machine did not hear it yet.
+		// Recovery completes the wait from the stored decision.
+		return decided, fmt.Errorf("complete approval wait %s: %w", id, err)
+	}
+	if s.cfg.Decider != nil {
+		if a, gerr := s.getAction(ctx, actionID); gerr == nil {
+			if cerr := s.cfg.Decider.ApprovalCompleted(ctx, a, decided); cerr != nil {
+				s.logFor(&a).Warn("refusal counters not updated after approval", "error", cerr)
+			}
+		}
+	}
+	return decided, nil
+}
+
+// ApprovalView is an approval as clients see it (no task token).
+func (s *Service) ApprovalView(ap Approval) Approval {
+	ap.TaskToken = ""
+	return ap
+}
+
+// GetApproval reads the current approval wait of an action.
+func (s *Service) GetApproval(ctx context.Context, action ids.ActionID) (Approval, error) {
+	ap, err := s.getApproval(ctx, action)
+	if err != nil {
+		return ap, err
+	}
+	return s.ApprovalView(ap), nil
+}
+
+// PendingApprovals lists a session's pending approvals.
+func (s *Service) PendingApprovals(ctx context.Context, session ids.SessionID) ([]Approval, error) {
+	var out []Approval
+	after := ""
+	for {
+		page, err := s.cfg.Store.QueryIndex(ctx, store.IndexOpen, pendingApprovalsPK+string(session), store.QueryOptions{After: after, Limit: 200})
+		if err != nil {
+			return nil, fmt.Errorf("list pending approvals of %s: %w", session, err)
+		}
+		for _, it := range page.Items {
+			ap, err := decode[Approval](it, "approval")
+			if err != nil {
+				return nil, err
+			}
+			if ap.Status == ApprovalPending { // the index is eventually consistent in DynamoDB
+				out = append(out, s.ApprovalView(ap))
+			}
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		after = page.Next
+	}
+}

@@ -1,0 +1,188 @@
+package actionflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openprogram/lifecycle/shared/identity"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// AuthorizeOutput is what the Choice states route on ($.decision).
+type AuthorizeOutput struct {
+	Permission    lifecycle.Permission `json:"permission"`
+	Executor      string               `json:"executor,omitempty"`
+	ReasonSource  string               `json:"reason_source"`
+	ReasonCode    string               `json:"reason_code"`
+	PolicyVersion string               `json:"policy_version"`
+	ArgsDigest    string               `json:"args_digest"`
+	Fallback      bool                 `json:"fallback,omitempty"`
+}
+
+func outputOf(d Decision) AuthorizeOutput {
+	return AuthorizeOutput{Permission: d.Permission, Executor: d.Executor, ReasonSource: d.Reason.Source,
+		ReasonCode: d.Reason.Code, PolicyVersion: d.PolicyVersion, ArgsDigest: d.ArgsDigest, Fallback: d.Fallback}
+}
+
+// Authorize is the authorize step. Mode "initial" decides the action;
+// mode "revalidate" re-checks it after an approval, immediately before
+// dispatch. The decision is written bound to action, execution, tool call,
+// policy version and args digest.
+func (s *Service) Authorize(ctx context.Context, in StepInput) (AuthorizeOutput, error) {
+	out, err := s.authorize(ctx, in)
+	return out, stepError("authorize "+string(in.ActionID), err)
+}
+
+func (s *Service) authorize(ctx context.Context, in StepInput) (AuthorizeOutput, error) {
+	if s.cfg.Decider == nil {
+		return AuthorizeOutput{}, &PermanentError{Code: "misconfigured", Msg: "no permission decider configured"}
+	}
+	a, err := s.getAction(ctx, in.ActionID)
+	if err != nil {
+		return AuthorizeOutput{}, err
+	}
+	mode := in.Mode
+	if mode == "" {
+		mode = "initial"
+	}
+	// Idempotent re-invocation: a decision of this mode already stands.
+	if a.Decision != nil && a.Decision.Mode == mode && (mode == "initial" || a.States.Permission != lifecycle.PermissionAsk) {
+		return outputOf(*a.Decision), nil
+	}
+	var d Decision
+	switch mode {
+	case "initial":
+		d, err = s.decideInitial(ctx, a)
+	case "revalidate":
+		d, err = s.revalidate(ctx, a)
+	default:
+		return AuthorizeOutput{}, &PermanentError{Code: "bad_mode", Msg: fmt.Sprintf("authorize mode %q", mode)}
+	}
+	if err != nil {
+		return AuthorizeOutput{}, err
+	}
+	d.ActionID, d.ExecutionID, d.ToolCallID, d.ArgsDigest = a.ActionID, a.ExecutionID, a.ToolCallID, a.ArgsDigest
+	d.Mode, d.DecidedAt = mode, s.now()
+	if d.Permission == lifecycle.PermissionAllow {
+		kind, ok := s.route(a.Tool)
+		if !ok {
+			d.Permission = lifecycle.PermissionDeny
+			d.Reason = Reason{Source: "no_executor", Code: "no_executor", Detail: "no executor is configured for tool " + a.Tool}
+			d.Resolution = "configure an executor for this tool"
+		}
+		d.Executor = kind
+	}
+	saved, err := s.updateAction(ctx, a.ActionID, 0, func(cur *Action) error {
+		if cur.Decision != nil && cur.Decision.Mode == mode && cur.States.Permission != lifecycle.PermissionAsk {
+			return errStop // a concurrent run decided first; keep its decision
+		}
+		st, err := cur.States.WithPermission(d.Permission)
+		if err != nil {
+			return &PermanentError{Code: "illegal_transition", Msg: err.Error()}
+		}
+		cur.States = st
+		dd := d
+		cur.Decision = &dd
+		return nil
+	})
+	if err != nil {
+		return AuthorizeOutput{}, err
+	}
+	s.logFor(&saved).Info("decided", "permission", saved.Decision.Permission, "reason_source", saved.Decision.Reason.Source,
+		"reason_code", saved.Decision.Reason.Code, "policy_version", saved.Decision.PolicyVersion, "mode", mode)
+	if _, err := s.appendEvent(ctx, Event{Type: "action.decided", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
+		map[string]any{"decision": saved.Decision, "states": saved.States}); err != nil {
+		return AuthorizeOutput{}, err
+	}
+	return outputOf(*saved.Decision), nil
+}
+
+func (s *Service) route(tool string) (string, bool) {
+	if s.cfg.Router == nil {
+		return "", false
+	}
+	kind, ok := s.cfg.Router.Route(tool)
+	if !ok {
+		return "", false
+	}
+	if kind == ExecutorHost {
+		return kind, true
+	}
+	_, ok = s.cfg.Executors[kind]
+	return kind, ok
+}
+
+func (s *Service) decideInitial(ctx context.Context, a Action) (Decision, error) {
+	exe, err := s.GetExecution(ctx, a.ExecutionID)
+	if err != nil {
+		return Decision{}, err
+	}
+	if exe.Status == ExecCancelled || exe.Status == ExecCancelling {
+		return Decision{Permission: lifecycle.PermissionDeny,
+			Reason:     Reason{Source: "execution_control", Code: "execution_cancelled", Detail: "the execution was cancelled"},
+			Resolution: "start a new execution (Retry or Fork)"}, nil
+	}
+	d, err := s.cfg.Decider.Decide(ctx, a)
+	if err != nil {
+		return Decision{}, fmt.Errorf("decide: %w", err)
+	}
+	if d.Permission == lifecycle.PermissionDeny {
+		return d, nil
+	}
+	// Repeat suppression: an operation that already failed deterministically
+	// under the same conditions (policy version) is not run again until its
+	// execution-relevant input or the conditions change. Changing only a
+	// presentation field (Bash's description) keeps the identity.
+	ck, err := s.GetCheckpoint(ctx, a.ExecutionID)
+	if err != nil {
+		return Decision{}, err
+	}
+	if e, suppressed := ck.RecentFailures.Suppressed(identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}, d.PolicyVersion); suppressed {
+		return Decision{Permission: lifecycle.PermissionDeny, PolicyVersion: d.PolicyVersion,
+			Reason: Reason{Source: "repeat_suppression", Code: "repeat_suppressed",
+				Detail: fmt.Sprintf("the same operation already failed %d time(s) with %s under policy %s", e.Count, e.ErrorCode, d.PolicyVersion)},
+			Resolution: "change the execution-relevant arguments or the conditions (files, policy) before trying again"}, nil
+	}
+	return d, nil
+}
+
+func (s *Service) revalidate(ctx context.Context, a Action) (Decision, error) {
+	deny := func(code, detail string) (Decision, error) {
+		pv := ""
+		if a.Decision != nil {
+			pv = a.Decision.PolicyVersion
+		}
+		return Decision{Permission: lifecycle.PermissionDeny, PolicyVersion: pv,
+			Reason: Reason{Source: "revalidation", Code: code, Detail: detail}}, nil
+	}
+	if a.Decision == nil {
+		return deny("no_prior_decision", "revalidation without an initial decision")
+	}
+	ap, err := s.getApproval(ctx, a.ActionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return deny("no_approval", "no approval wait exists for this action")
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	if ap.Status != ApprovalApproved {
+		return deny("approval_"+string(ap.Status), "the approval is "+string(ap.Status))
+	}
+	if ap.ArgsDigest != a.ArgsDigest {
+		return deny("digest_mismatch", "the approval was for different arguments")
+	}
+	exe, err := s.GetExecution(ctx, a.ExecutionID)
+	if err != nil {
+		return Decision{}, err
+	}
+	if exe.Status == ExecCancelled || exe.Status == ExecCancelling {
+		return deny("execution_cancelled", "the execution was cancelled during the wait")
+	}
+	d, err := s.cfg.Decider.Revalidate(ctx, a, *a.Decision, ap)
+	if err != nil {
+		return Decision{}, fmt.Errorf("revalidate: %w", err)
+	}
+	return d, nil
+}

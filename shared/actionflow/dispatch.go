@@ -1,0 +1,287 @@
+package actionflow
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/faults"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// DispatchOutput is the dispatch step's result ($.result).
+type DispatchOutput = ToolResult
+
+// leaseResource is the attempt lease of one action's dispatch.
+func leaseResource(a ids.ActionID) string { return "ACTION#" + string(a) }
+
+// Dispatch is the dispatch step. Mode "sync" (direct Lambda task) runs the
+// executor inline; mode "publish" (a waitForTaskToken task) publishes the
+// authorized task for a host worker, whose posted result completes the wait.
+//
+// It takes the attempt lease, writes execution-start evidence immediately
+// before calling the executor, and never calls an executor for an action
+// whose start evidence already exists: a re-invoked dispatch reports the
+// outcome unknown instead. An error before start evidence is a
+// *NotStartedError (safe to retry).
+func (s *Service) Dispatch(ctx context.Context, in StepInput) (DispatchOutput, error) {
+	var out DispatchOutput
+	var err error
+	switch in.Mode {
+	case "", "sync":
+		out, err = s.dispatchSync(ctx, in)
+	case "publish":
+		out, err = s.publishHostTask(ctx, in)
+	default:
+		err = &PermanentError{Code: "bad_mode", Msg: fmt.Sprintf("dispatch mode %q", in.Mode)}
+	}
+	return out, stepError("dispatch "+string(in.ActionID), err)
+}
+
+// alreadyDispatched reports what is known of an action that has start
+// evidence: the host's posted result, or unknown.
+func alreadyDispatched(a Action) ToolResult {
+	if a.HostResult != nil {
+		return *a.HostResult
+	}
+	return ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "start_evidence_without_result",
+		Error: fmt.Sprintf("execution started at %s (attempt %s) and no trustworthy result was recorded; not dispatched again",
+			a.Start.StartedAt.Format(time.RFC3339Nano), a.Start.AttemptID)}
+}
+
+// claim takes the attempt lease and writes start evidence (a fenced owner
+// write). It returns the started action and its task.
+func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, kind string) (Action, Task, error) {
+	if a.States.Permission != lifecycle.PermissionAllow {
+		return a, Task{}, &PermanentError{Code: "not_allowed", Msg: "permission is " + string(a.States.Permission)}
+	}
+	lease, err := s.cfg.Store.AcquireLease(ctx, store.LeaseRequest{Resource: leaseResource(a.ActionID), AttemptID: string(attempt), TTL: s.cfg.LeaseTTL, Now: s.now()})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return a, Task{}, &NotStartedError{Code: "lease_held", Msg: err.Error()}
+		}
+		return a, Task{}, &NotStartedError{Code: "store", Msg: "acquire attempt lease: " + err.Error()}
+	}
+	st, err := a.States.WithStart()
+	if err != nil {
+		return a, Task{}, &PermanentError{Code: "illegal_transition", Msg: err.Error()}
+	}
+	a.States = st
+	a.Start = &StartEvidence{AttemptID: attempt, Fence: lease.Fence, StartedAt: s.now(), Executor: kind}
+	if err := s.saveAction(ctx, &a, lease.Fence); err != nil {
+		// Start evidence is not durable, so the executor was not called.
+		return a, Task{}, &NotStartedError{Code: "start_evidence", Msg: err.Error()}
+	}
+	return a, Task{ActionID: a.ActionID, ExecutionID: a.ExecutionID, SessionID: a.SessionID, ToolCallID: a.ToolCallID,
+		Tool: a.Tool, Arguments: a.Arguments, ArgsDigest: a.ArgsDigest, AttemptID: attempt, Fence: lease.Fence,
+		IdempotencyKey: string(a.ActionID)}, nil
+}
+
+func (s *Service) dispatchSync(ctx context.Context, in StepInput) (ToolResult, error) {
+	a, err := s.getAction(ctx, in.ActionID)
+	if err != nil {
+		return ToolResult{}, &NotStartedError{Code: "load", Msg: err.Error()}
+	}
+	if a.Start != nil {
+		return alreadyDispatched(a), nil
+	}
+	kind := ""
+	if a.Decision != nil {
+		kind = a.Decision.Executor
+	}
+	ex, ok := s.cfg.Executors[kind]
+	if !ok {
+		return ToolResult{}, &PermanentError{Code: "no_executor", Msg: "no executor of kind " + kind}
+	}
+	a, task, err := s.claim(ctx, a, ids.NewAttemptID(), kind)
+	if err != nil {
+		return ToolResult{}, err
+	}
+	if err := faults.At(ctx, faults.AfterStartEvidence); err != nil {
+		return ToolResult{}, err
+	}
+	res, err := ex.Execute(ctx, task)
+	if ferr := faults.At(ctx, faults.AfterExecutor); ferr != nil {
+		return ToolResult{}, ferr
+	}
+	if err != nil {
+		// Start evidence exists: whatever failed may have had effects.
+		return ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "executor_error", Error: err.Error()}, nil
+	}
+	return s.bound(ctx, a, res)
+}
+
+// bound keeps tool output within the inline budget; larger output goes to
+// the blob store with its digest and reference on the result.
+func (s *Service) bound(ctx context.Context, a Action, res ToolResult) (ToolResult, error) {
+	if !res.Outcome.Known() && res.Outcome != lifecycle.OutcomeUnknown {
+		return ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "invalid_executor_result",
+			Error: fmt.Sprintf("executor reported outcome %q", res.Outcome)}, nil
+	}
+	if res.Outcome == lifecycle.OutcomeNotStarted {
+		// Application result details are not execution evidence: the start
+		// evidence says it was dispatched.
+		res.Outcome, res.ErrorCode = lifecycle.OutcomeUnknown, "executor_claimed_not_started"
+	}
+	if len(res.Output) <= s.cfg.InlineOutputBytes {
+		return res, nil
+	}
+	sum := sha256.Sum256([]byte(res.Output))
+	res.ResultDigest = fmt.Sprintf("sha256:%x", sum)
+	if s.cfg.Blobs != nil {
+		ref, err := s.cfg.Blobs.Put(ctx, "results/"+string(a.ExecutionID)+"/"+string(a.ActionID), []byte(res.Output))
+		if err != nil {
+			s.logFor(&a).Warn("result blob not stored; output truncated", "error", err)
+		} else {
+			res.ResultRef = ref
+		}
+	}
+	res.Output = truncateUTF8(res.Output, s.cfg.InlineOutputBytes)
+	res.Truncated = true
+	return res, nil
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && (s[n]&0xC0) == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// --- host executor: task-token wait ---
+
+func (s *Service) publishHostTask(ctx context.Context, in StepInput) (ToolResult, error) {
+	if in.TaskToken == "" {
+		return ToolResult{}, &PermanentError{Code: "no_task_token", Msg: "publish needs $$.Task.Token"}
+	}
+	a, err := s.updateAction(ctx, in.ActionID, 0, func(a *Action) error {
+		if a.States.Permission != lifecycle.PermissionAllow {
+			return &PermanentError{Code: "not_allowed", Msg: "permission is " + string(a.States.Permission)}
+		}
+		if a.Host != nil && a.Host.TaskToken == in.TaskToken {
+			return errStop
+		}
+		a.Host = &HostTask{TaskToken: in.TaskToken, PublishedAt: s.now()}
+		return nil
+	})
+	if err != nil {
+		var pe *PermanentError
+		if errors.As(err, &pe) {
+			return ToolResult{}, pe
+		}
+		return ToolResult{}, &NotStartedError{Code: "publish", Msg: err.Error()}
+	}
+	// Re-invoked after the host already finished or started: answer the wait now.
+	if a.Start != nil && a.HostResult != nil {
+		if err := s.completeHostWait(ctx, a, *a.HostResult); err != nil {
+			return ToolResult{}, err
+		}
+	}
+	return ToolResult{}, nil
+}
+
+// HostTasks lists authorized tasks waiting for a host worker (optionally of one session).
+func (s *Service) HostTasks(ctx context.Context, session ids.SessionID, limit int) ([]Action, error) {
+	page, err := s.cfg.Store.QueryIndex(ctx, store.IndexOpen, openActionsIndex, store.QueryOptions{Limit: 1000})
+	if err != nil {
+		return nil, fmt.Errorf("list host tasks: %w", err)
+	}
+	var out []Action
+	for _, it := range page.Items {
+		a, err := decode[Action](it, "action")
+		if err != nil {
+			return nil, err
+		}
+		if a.Host == nil || a.Start != nil || (session != "" && a.SessionID != session) {
+			continue
+		}
+		a.Version = it.Version
+		out = append(out, a)
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// HostStart claims a published host task for an attempt: attempt lease,
+// then start evidence, immediately before the host runs the tool.
+func (s *Service) HostStart(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (Task, error) {
+	a, err := s.getAction(ctx, id)
+	if err != nil {
+		return Task{}, err
+	}
+	if a.Host == nil {
+		return Task{}, &ConflictError{Code: "not_published", Msg: "the action is not waiting for a host"}
+	}
+	if a.Start != nil {
+		return Task{}, &ConflictError{Code: "already_started", Msg: "attempt " + string(a.Start.AttemptID) + " started it"}
+	}
+	_, task, err := s.claim(ctx, a, attempt, ExecutorHost)
+	if err != nil {
+		return Task{}, err
+	}
+	if err := faults.At(ctx, faults.AfterStartEvidence); err != nil {
+		return Task{}, err
+	}
+	return task, nil
+}
+
+// HostResult accepts a host's result. Only the current owner (attempt and
+// fence of the live lease) may publish it; an old worker's late result is
+// rejected. The result is made durable on the action, then the dispatch
+// wait is completed.
+func (s *Service) HostResult(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res ToolResult) error {
+	if _, err := s.cfg.Store.RenewLease(ctx, store.Lease{Resource: leaseResource(id), AttemptID: string(attempt), Fence: fence}, s.cfg.LeaseTTL, s.now()); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return &ConflictError{Code: "stale_attempt", Msg: err.Error()}
+		}
+		return err
+	}
+	var bounded ToolResult
+	a, err := s.updateAction(ctx, id, fence, func(a *Action) error {
+		if a.Start == nil || a.Start.AttemptID != attempt {
+			return &ConflictError{Code: "stale_attempt", Msg: "attempt " + string(attempt) + " does not own this action"}
+		}
+		if a.HostResult != nil {
+			return errStop
+		}
+		var err error
+		if bounded, err = s.bound(ctx, *a, res); err != nil {
+			return err
+		}
+		a.HostResult = &bounded
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return &ConflictError{Code: "stale_attempt", Msg: err.Error()}
+		}
+		return err
+	}
+	if err := faults.At(ctx, faults.AfterExecutor); err != nil {
+		return err
+	}
+	return s.completeHostWait(ctx, a, *a.HostResult)
+}
+
+func (s *Service) completeHostWait(ctx context.Context, a Action, res ToolResult) error {
+	if s.cfg.Tasks == nil {
+		return errors.New("actionflow: no TaskCompleter configured")
+	}
+	err := s.cfg.Tasks.SendTaskSuccess(ctx, a.Host.TaskToken, encode(res))
+	if errors.Is(err, ErrTaskGone) {
+		// The wait ended (timeout, stop); the result stays on the action and
+		// record/recovery use it, so it is not lost.
+		s.logFor(&a).Warn("host result arrived after the dispatch wait ended; kept on the action")
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,86 @@
+package actionflow
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/ids"
+)
+
+// Decider makes permission decisions (the permission engine behind an
+// adapter that loads the session's live policy and trusted context).
+type Decider interface {
+	// Decide decides an action on its first authorization.
+	Decide(ctx context.Context, a Action) (Decision, error)
+	// Revalidate re-checks an action after an approval, immediately before
+	// dispatch: policy version, exact digest, approval identity, preconditions.
+	Revalidate(ctx context.Context, a Action, prior Decision, ap Approval) (Decision, error)
+	// ApprovalCompleted tells the decider an approval it asked for finished
+	// (refusal counters reset on approved fallback waits).
+	ApprovalCompleted(ctx context.Context, a Action, ap Approval) error
+}
+
+// Task is an authorized operation handed to an executor.
+type Task struct {
+	ActionID    ids.ActionID    `json:"action_id"`
+	ExecutionID ids.ExecutionID `json:"execution_id"`
+	SessionID   ids.SessionID   `json:"session_id"`
+	ToolCallID  ids.ToolCallID  `json:"tool_call_id"`
+	Tool        string          `json:"tool"`
+	Arguments   []byte          `json:"arguments"`
+	ArgsDigest  string          `json:"args_digest"`
+	AttemptID   ids.AttemptID   `json:"attempt_id"`
+	Fence       int64           `json:"fence"`
+	// IdempotencyKey is the action id: executors that support idempotency
+	// (lambda, http) pass it on so a provider can deduplicate.
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// Executor runs an authorized task. It is called only after start evidence
+// is durable. A returned error means the operation may have started (outcome
+// unknown) unless it is a *NotStartedError proving that nothing was sent.
+// A deterministic tool failure is a ToolResult with Outcome failed, not an error.
+type Executor interface {
+	Execute(ctx context.Context, t Task) (ToolResult, error)
+}
+
+// Router says which executor kind runs a tool ("host" for tools run by a
+// host worker through a task-token wait).
+type Router interface {
+	Route(tool string) (kind string, ok bool)
+}
+
+// ExecutorHost is the kind of tools run by a host worker.
+const ExecutorHost = "host"
+
+// Starter starts the state machine execution of an action (execution name =
+// action id, so a repeated start is idempotent).
+type Starter interface {
+	StartAction(ctx context.Context, a ids.ActionID, input []byte) error
+}
+
+// ErrTaskGone: the wait a task token belonged to is over (timed out,
+// stopped, already completed).
+var ErrTaskGone = errors.New("task token no longer waiting")
+
+// TaskCompleter completes task-token waits (Step Functions SendTask*).
+type TaskCompleter interface {
+	SendTaskSuccess(ctx context.Context, token string, output []byte) error
+	SendTaskFailure(ctx context.Context, token, errorName, cause string) error
+}
+
+// Publisher publishes projection events (EventBridge in AWS, an in-process
+// bus locally) to the UI and subscribers.
+type Publisher interface {
+	Publish(ctx context.Context, ev Event) error
+}
+
+// Blobs stores results too large for an item.
+type Blobs interface {
+	Put(ctx context.Context, key string, data []byte) (ref string, err error)
+	Get(ctx context.Context, ref string) ([]byte, error)
+}
+
+// Clock is time, replaceable in tests.
+type Clock func() time.Time

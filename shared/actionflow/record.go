@@ -1,0 +1,236 @@
+package actionflow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/openprogram/lifecycle/shared/faults"
+	"github.com/openprogram/lifecycle/shared/identity"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// RecordOutput is the record step's result.
+type RecordOutput struct {
+	Outcome           lifecycle.Outcome  `json:"outcome"`
+	Delivery          lifecycle.Delivery `json:"delivery"`
+	CheckpointVersion int64              `json:"checkpoint_version"`
+}
+
+// ReceiptConflictError: a different receipt is already sealed for the
+// action. The stored one stands (a known result never changes).
+type ReceiptConflictError struct {
+	Stored   Receipt
+	Proposed Receipt
+}
+
+func (e *ReceiptConflictError) Error() string {
+	return fmt.Sprintf("receipt of %s already sealed as %s (digest %s); refused %s (digest %s)",
+		e.Stored.ActionID, e.Stored.Outcome, e.Stored.Digest, e.Proposed.Outcome, e.Proposed.Digest)
+}
+func (e *ReceiptConflictError) Is(t error) bool { return t == store.ErrConflict }
+
+// Record is the record step: it seals the result receipt (write-once)
+// before checkpoint serialization, then folds it into the execution's
+// checkpoint (compare-and-swap on version). A checkpoint failure leaves the
+// receipt standing and is a *CheckpointError, reported as a runtime failure
+// separate from the tool outcome.
+func (s *Service) Record(ctx context.Context, in StepInput) (RecordOutput, error) {
+	out, err := s.record(ctx, in, "record")
+	return out, stepError("record "+string(in.ActionID), err)
+}
+
+func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOutput, error) {
+	a, err := s.getAction(ctx, in.ActionID)
+	if err != nil {
+		return RecordOutput{}, err
+	}
+	rc, err := s.getReceipt(ctx, a.ActionID)
+	switch {
+	case err == nil:
+		// Already sealed: a repeated record only completes the checkpoint.
+	case errors.Is(err, store.ErrNotFound):
+		proposed, perr := s.receiptFor(a, in, by)
+		if perr != nil {
+			return RecordOutput{}, perr
+		}
+		if rc, err = s.SealReceipt(ctx, proposed); err != nil {
+			var rce *ReceiptConflictError
+			if !errors.As(err, &rce) {
+				return RecordOutput{}, err
+			}
+			rc = rce.Stored
+		}
+		if rc.Outcome == lifecycle.OutcomeUnknown {
+			s.cfg.Metrics.UnknownOutcome(a.Tool)
+		}
+		s.logFor(&a).Info("receipt sealed", "outcome", rc.Outcome, "error_code", rc.ErrorCode, "recorded_by", by)
+	default:
+		return RecordOutput{}, err
+	}
+	if err := faults.At(ctx, faults.AfterReceipt); err != nil {
+		return RecordOutput{}, err
+	}
+	ck, err := s.foldCheckpoint(ctx, a, rc)
+	if err != nil {
+		return RecordOutput{}, &CheckpointError{ActionID: string(a.ActionID), Msg: err.Error()}
+	}
+	if err := faults.At(ctx, faults.AfterCheckpoint); err != nil {
+		return RecordOutput{}, err
+	}
+	return RecordOutput{Outcome: rc.Outcome, Delivery: lifecycle.DeliveryRecorded, CheckpointVersion: ck.Version}, nil
+}
+
+// receiptFor decides the outcome from durable evidence, never from tool text:
+//   - a dispatch result (or a host result stored on the action) -> its outcome;
+//   - start evidence without a trustworthy result -> unknown, reconciliation required;
+//   - no start evidence -> not_started, with the decision's or the failure's reason.
+func (s *Service) receiptFor(a Action, in StepInput, by string) (Receipt, error) {
+	rc := Receipt{ActionID: a.ActionID, ExecutionID: a.ExecutionID, SessionID: a.SessionID, ToolCallID: a.ToolCallID,
+		Tool: a.Tool, ArgsDigest: a.ArgsDigest, Start: a.Start, RecordedAt: s.now(), RecordedBy: by}
+	if a.Decision != nil {
+		rc.PolicyVersion = a.Decision.PolicyVersion
+	}
+	var res *ToolResult
+	switch {
+	case a.HostResult != nil:
+		res = a.HostResult // durable, written by the owning attempt
+	case in.Result != nil && in.Result.Outcome != lifecycle.OutcomeOpen:
+		res = in.Result
+	}
+	switch {
+	case a.Start != nil && res != nil:
+		rc.Outcome, rc.ErrorCode, rc.Error = res.Outcome, res.ErrorCode, res.Error
+		rc.Output, rc.Truncated, rc.ResultRef, rc.ResultDigest = res.Output, res.Truncated, res.ResultRef, res.ResultDigest
+		rc.ExitCode, rc.Validation = res.ExitCode, res.Validation
+		if rc.Outcome == lifecycle.OutcomeNotStarted || rc.Outcome == lifecycle.OutcomeOpen {
+			rc.Outcome, rc.ErrorCode = lifecycle.OutcomeUnknown, "executor_claimed_not_started"
+		}
+	case a.Start != nil:
+		rc.Outcome = lifecycle.OutcomeUnknown
+		rc.ErrorCode = "start_evidence_without_result"
+		if in.Error != nil {
+			rc.ErrorCode, rc.Error = "dispatch_"+in.Error.Error, in.Error.Cause
+		}
+	default:
+		rc.Outcome = lifecycle.OutcomeNotStarted
+		switch {
+		case a.Decision != nil && a.States.Permission == lifecycle.PermissionDeny:
+			rc.ErrorCode, rc.Error = "permission_denied:"+a.Decision.Reason.Code, a.Decision.Reason.Detail
+		case in.Error != nil && in.Error.Error == ApprovalDeclined:
+			rc.ErrorCode, rc.Error = "approval_declined", in.Error.Cause
+		case in.Error != nil && (in.Error.Error == "States.Timeout" || in.Error.Error == "States.HeartbeatTimeout"):
+			rc.ErrorCode, rc.Error = "approval_expired", "the approval wait timed out; expiry is never approval"
+		case in.Error != nil:
+			rc.ErrorCode, rc.Error = in.Error.Error, in.Error.Cause
+		case res != nil:
+			rc.ErrorCode, rc.Error = res.ErrorCode, res.Error
+		default:
+			rc.ErrorCode = "not_dispatched"
+		}
+	}
+	if rc.Outcome == lifecycle.OutcomeUnknown {
+		rc.Reconciliation = "the operation may have started; check its effects, then resolve the action as succeeded or failed. It is never re-dispatched automatically."
+	}
+	if _, err := (lifecycle.States{Permission: lifecycle.PermissionAllow, Started: a.Start != nil, Delivery: lifecycle.DeliveryPending}).WithOutcome(rc.Outcome); err != nil && rc.Outcome != lifecycle.OutcomeNotStarted {
+		return rc, &PermanentError{Code: "illegal_outcome", Msg: err.Error()}
+	}
+	rc.Digest = receiptDigest(rc)
+	return rc, nil
+}
+
+func receiptDigest(rc Receipt) string {
+	core := map[string]any{
+		"action_id": rc.ActionID, "tool_call_id": rc.ToolCallID, "args_digest": rc.ArgsDigest,
+		"outcome": rc.Outcome, "error_code": rc.ErrorCode, "result_digest": rc.ResultDigest,
+		"output": rc.Output, "started": rc.Start != nil,
+	}
+	b, _ := json.Marshal(core)
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("sha256:%x", sum)
+}
+
+// SealReceipt writes a receipt once. The same receipt again (same digest)
+// is an idempotent success; a different one is a *ReceiptConflictError
+// carrying the stored receipt, which stands.
+func (s *Service) SealReceipt(ctx context.Context, rc Receipt) (Receipt, error) {
+	if rc.Digest == "" {
+		rc.Digest = receiptDigest(rc)
+	}
+	k := receiptKey(rc.ActionID)
+	err := s.cfg.Store.PutOnce(ctx, store.Item{PK: k.PK, SK: k.SK, Version: 1,
+		GSI1PK: sessionPK(rc.SessionID), GSI1SK: "RECEIPT#" + string(rc.ActionID), Body: encode(rc)})
+	var ce *store.ConflictError
+	if errors.As(err, &ce) {
+		stored, derr := decode[Receipt](ce.Existing, "receipt")
+		if derr != nil {
+			return rc, derr
+		}
+		if stored.Digest == rc.Digest {
+			return stored, nil
+		}
+		return stored, &ReceiptConflictError{Stored: stored, Proposed: rc}
+	}
+	if err != nil {
+		return rc, fmt.Errorf("seal receipt %s: %w", rc.ActionID, err)
+	}
+	return rc, nil
+}
+
+// GetCheckpoint reads an execution's checkpoint (a zero checkpoint when none yet).
+func (s *Service) GetCheckpoint(ctx context.Context, id ids.ExecutionID) (Checkpoint, error) {
+	it, err := s.cfg.Store.Get(ctx, checkpointKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Checkpoint{ExecutionID: id}, nil
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("get checkpoint %s: %w", id, err)
+	}
+	ck, err := decode[Checkpoint](it, "checkpoint")
+	ck.Version = it.Version
+	return ck, err
+}
+
+// foldCheckpoint folds a sealed receipt into the execution's checkpoint with
+// compare-and-swap, retrying lost races (parallel actions of one execution).
+func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Checkpoint, error) {
+	for i := 0; ; i++ {
+		ck, err := s.GetCheckpoint(ctx, a.ExecutionID)
+		if err != nil {
+			return ck, err
+		}
+		if ck.folded(a.ActionID) {
+			return ck, nil
+		}
+		id := identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}
+		switch rc.Outcome {
+		case lifecycle.OutcomeFailed:
+			ck.RecentFailures.Record(id, rc.ErrorCode, rc.PolicyVersion)
+		case lifecycle.OutcomeSucceeded:
+			ck.RecentFailures.Clear(id)
+		}
+		ck.Recorded++
+		ck.LastActionID = a.ActionID
+		ck.Folded = append(ck.Folded, a.ActionID)
+		if len(ck.Folded) > foldedBound {
+			ck.Folded = ck.Folded[len(ck.Folded)-foldedBound:]
+		}
+		ck.UpdatedAt = s.now()
+		expected := ck.Version
+		ck.Version++
+		k := checkpointKey(a.ExecutionID)
+		err = s.cfg.Store.CompareAndSwap(ctx, store.Item{PK: k.PK, SK: k.SK, Version: ck.Version, Body: encode(ck)}, expected, 0)
+		var vc *store.VersionConflictError
+		if errors.As(err, &vc) && i < 16 {
+			continue
+		}
+		if err != nil {
+			return ck, fmt.Errorf("fold receipt %s into checkpoint: %w", a.ActionID, err)
+		}
+		return ck, nil
+	}
+}

@@ -1,0 +1,266 @@
+package actionflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/failures"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// Keys of the logical table (see shared/store/SCHEMA.md).
+func actionKey(id ids.ActionID) store.Key {
+	return store.Key{PK: "ACTION#" + string(id), SK: "META"}
+}
+func receiptKey(id ids.ActionID) store.Key {
+	return store.Key{PK: "ACTION#" + string(id), SK: "RECEIPT"}
+}
+func approvalKey(id ids.ActionID) store.Key {
+	return store.Key{PK: "ACTION#" + string(id), SK: "APPROVAL"}
+}
+func executionKey(id ids.ExecutionID) store.Key {
+	return store.Key{PK: "EXEC#" + string(id), SK: "META"}
+}
+func checkpointKey(id ids.ExecutionID) store.Key {
+	return store.Key{PK: "EXEC#" + string(id), SK: "CKPT"}
+}
+func sessionPK(id ids.SessionID) string { return "SESSION#" + string(id) }
+
+// SessionStream is the session's event log stream (resumable positions for the UI).
+func SessionStream(id ids.SessionID) string { return sessionPK(id) }
+
+// Index partitions.
+const (
+	openActionsIndex   = "OPEN#ACTION"
+	hostTasksIndex     = "OPEN#HOSTTASK"
+	pendingApprovalsPK = "PENDING#"
+)
+
+// ApprovalIDFor makes a fresh approval id for a wait on action: the action
+// id, a dot, and a new ULID. Fresh per wait, so a late answer to an old wait
+// can never resolve a new one, and decodable to its action.
+func ApprovalIDFor(action ids.ActionID) ids.ApprovalID {
+	return ids.ApprovalID(string(action) + "." + strings.TrimPrefix(ids.New("w"), "w_"))
+}
+
+// ActionOfApproval decodes the action id of an approval id.
+func ActionOfApproval(id ids.ApprovalID) (ids.ActionID, bool) {
+	i := strings.LastIndexByte(string(id), '.')
+	if i <= 0 {
+		return "", false
+	}
+	return ids.ActionID(id[:i]), true
+}
+
+// Reason says who or what decided a permission.
+type Reason struct {
+	// Source: hard_constraint, deny_rule, ask_rule, allow_rule, grant, mode,
+	// classifier, counter, fallback, revalidation, visibility, approval,
+	// execution_control, no_executor, invalid_arguments, runtime.
+	Source string `json:"source"`
+	Code   string `json:"code"`
+	Rule   string `json:"rule,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Decision is the permission decision bound to one exact operation.
+type Decision struct {
+	Permission    lifecycle.Permission `json:"permission"`
+	Reason        Reason               `json:"reason"`
+	PolicyVersion string               `json:"policy_version"`
+	ArgsDigest    string               `json:"args_digest"`
+	ActionID      ids.ActionID         `json:"action_id"`
+	ExecutionID   ids.ExecutionID      `json:"execution_id"`
+	ToolCallID    ids.ToolCallID       `json:"tool_call_id"`
+	// Fallback: an ask produced by the refusal fallback (classifier blocks).
+	Fallback bool `json:"fallback,omitempty"`
+	// Resolution tells the model or the user what would change the answer.
+	Resolution string    `json:"resolution,omitempty"`
+	Executor   string    `json:"executor,omitempty"`
+	Mode       string    `json:"mode"` // initial | revalidate
+	DecidedAt  time.Time `json:"decided_at"`
+	// Engine is the decider's own record of the decision (policy and
+	// context digests, file preconditions), opaque here, kept so
+	// revalidation compares exactly what was decided.
+	Engine json.RawMessage `json:"engine,omitempty"`
+}
+
+// StartEvidence is written immediately before the executor is called.
+type StartEvidence struct {
+	AttemptID ids.AttemptID `json:"attempt_id"`
+	Fence     int64         `json:"fence"`
+	StartedAt time.Time     `json:"started_at"`
+	Executor  string        `json:"executor"`
+}
+
+// HostTask is an authorized task published for a host worker.
+type HostTask struct {
+	TaskToken   string    `json:"task_token"`
+	PublishedAt time.Time `json:"published_at"`
+}
+
+// Action is the intent of one tool call and its three states.
+type Action struct {
+	ActionID    ids.ActionID    `json:"action_id"`
+	ExecutionID ids.ExecutionID `json:"execution_id"`
+	SessionID   ids.SessionID   `json:"session_id"`
+	RunID       ids.RunID       `json:"run_id,omitempty"`
+	ToolCallID  ids.ToolCallID  `json:"tool_call_id"`
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments"`
+	ArgsDigest  string          `json:"args_digest"`
+	// RequestDigest binds the idempotency key to the submitted body.
+	RequestDigest string           `json:"request_digest"`
+	Interactive   bool             `json:"interactive"`
+	Origin        string           `json:"origin"` // principal that submitted it
+	States        lifecycle.States `json:"states"`
+	Decision      *Decision        `json:"decision,omitempty"`
+	ApprovalID    ids.ApprovalID   `json:"approval_id,omitempty"`
+	Start         *StartEvidence   `json:"start,omitempty"`
+	Host          *HostTask        `json:"host,omitempty"`
+	// HostResult is the result a host worker posted (durable before the
+	// wait is completed, so it survives a lost SendTaskSuccess).
+	HostResult *ToolResult `json:"host_result,omitempty"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
+	Version    int64       `json:"-"`
+}
+
+// ApprovalStatus of one wait.
+type ApprovalStatus string
+
+const (
+	ApprovalPending      ApprovalStatus = "pending"
+	ApprovalApproved     ApprovalStatus = "approved"
+	ApprovalDeclinedSt   ApprovalStatus = "declined"
+	ApprovalExpired      ApprovalStatus = "expired"
+	ApprovalCancelled    ApprovalStatus = "cancelled"
+	ApprovalSupersededSt ApprovalStatus = "superseded"
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	Subject string        `json:"subject"`
+	Role    string        `json:"role"` // agent | human | admin | system
+	Session ids.SessionID `json:"session,omitempty"`
+	// Origin is how the call arrived: api, ui, cli, system.
+	Origin string `json:"origin,omitempty"`
+}
+
+// Approval is one durable approval wait.
+type Approval struct {
+	ApprovalID    ids.ApprovalID  `json:"approval_id"`
+	ActionID      ids.ActionID    `json:"action_id"`
+	ExecutionID   ids.ExecutionID `json:"execution_id"`
+	SessionID     ids.SessionID   `json:"session_id"`
+	Tool          string          `json:"tool"`
+	Arguments     json.RawMessage `json:"arguments"`
+	ArgsDigest    string          `json:"args_digest"`
+	PolicyVersion string          `json:"policy_version"`
+	Reason        Reason          `json:"reason"`
+	Fallback      bool            `json:"fallback,omitempty"`
+	Status        ApprovalStatus  `json:"status"`
+	// TaskToken completes the Step Functions wait; never shown to clients.
+	TaskToken string     `json:"task_token"`
+	DecidedBy *Principal `json:"decided_by,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	Version   int64      `json:"-"`
+}
+
+// ToolResult is what an executor reports.
+type ToolResult struct {
+	Outcome   lifecycle.Outcome `json:"outcome"`
+	ErrorCode string            `json:"error_code,omitempty"`
+	Error     string            `json:"error,omitempty"`
+	// Output is the bounded inline output; larger output goes to the blob
+	// store and ResultRef points at it.
+	Output       string `json:"output,omitempty"`
+	Truncated    bool   `json:"truncated,omitempty"`
+	ResultRef    string `json:"result_ref,omitempty"`
+	ResultDigest string `json:"result_digest,omitempty"`
+	ExitCode     *int   `json:"exit_code,omitempty"`
+	// Validation carries structured details of invalid arguments.
+	Validation []FieldProblem `json:"validation,omitempty"`
+}
+
+// FieldProblem is one structured validation detail.
+type FieldProblem struct {
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
+}
+
+// Receipt is the write-once, authoritative result of an action.
+type Receipt struct {
+	ActionID      ids.ActionID      `json:"action_id"`
+	ExecutionID   ids.ExecutionID   `json:"execution_id"`
+	SessionID     ids.SessionID     `json:"session_id"`
+	ToolCallID    ids.ToolCallID    `json:"tool_call_id"`
+	Tool          string            `json:"tool"`
+	ArgsDigest    string            `json:"args_digest"`
+	PolicyVersion string            `json:"policy_version"`
+	Outcome       lifecycle.Outcome `json:"outcome"`
+	Start         *StartEvidence    `json:"start,omitempty"`
+	ErrorCode     string            `json:"error_code,omitempty"`
+	Error         string            `json:"error,omitempty"`
+	Output        string            `json:"output,omitempty"`
+	Truncated     bool              `json:"truncated,omitempty"`
+	ResultRef     string            `json:"result_ref,omitempty"`
+	ResultDigest  string            `json:"result_digest,omitempty"`
+	ExitCode      *int              `json:"exit_code,omitempty"`
+	Validation    []FieldProblem    `json:"validation,omitempty"`
+	// Reconciliation is set when the outcome is unknown: what a human must check.
+	Reconciliation string `json:"reconciliation,omitempty"`
+	// Digest identifies the receipt's content: the same digest again is an
+	// idempotent repeat, a different one a conflict.
+	Digest     string    `json:"digest"`
+	RecordedAt time.Time `json:"recorded_at"`
+	RecordedBy string    `json:"recorded_by"` // record | recover
+}
+
+// Checkpoint is an execution's continuation cursor.
+type Checkpoint struct {
+	ExecutionID ids.ExecutionID `json:"execution_id"`
+	// Recorded counts receipts folded into this checkpoint.
+	Recorded     int64        `json:"recorded"`
+	LastActionID ids.ActionID `json:"last_action_id,omitempty"`
+	// Folded lists the most recent action ids folded in (bounded), so a
+	// repeated record of the same action does not fold twice.
+	Folded         []ids.ActionID `json:"folded,omitempty"`
+	RecentFailures failures.Map   `json:"recent_failures"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+	Version        int64          `json:"-"`
+}
+
+// foldedBound bounds Checkpoint.Folded.
+const foldedBound = 64
+
+func (c *Checkpoint) folded(id ids.ActionID) bool {
+	for _, f := range c.Folded {
+		if f == id {
+			return true
+		}
+	}
+	return false
+}
+
+func decode[T any](it store.Item, what string) (T, error) {
+	var v T
+	if err := json.Unmarshal(it.Body, &v); err != nil {
+		return v, fmt.Errorf("decode %s %s: %w", what, it.Key(), err)
+	}
+	return v, nil
+}
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encode %T: %v", v, err)) // only plain structs are encoded
+	}
+	return b
+}

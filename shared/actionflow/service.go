@@ -1,0 +1,260 @@
+package actionflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/identity"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// Config wires a Service. Store is required; the rest are required by the
+// steps that use them (a step without its dependency returns an error
+// naming it, so a half-wired function fails loudly on first use).
+type Config struct {
+	Store     store.Store
+	Decider   Decider
+	Router    Router
+	Executors map[string]Executor
+	Starter   Starter
+	Tasks     TaskCompleter
+	Publisher Publisher
+	Blobs     Blobs
+	Contracts identity.Contracts
+	Clock     Clock
+	Logger    *slog.Logger
+	Metrics   Metrics
+	// LeaseTTL bounds an attempt's ownership of a dispatch (default 15 minutes).
+	LeaseTTL time.Duration
+	// ApprovalTimeout is how long an approval wait lasts; it must equal the
+	// AwaitApproval state's TimeoutSeconds (default 24h).
+	ApprovalTimeout time.Duration
+	// InlineOutputBytes bounds output kept on the receipt; more goes to Blobs (default 8 KiB).
+	InlineOutputBytes int
+	// Notify, if set, hears every event appended to a session log, after it
+	// is durable (in-process wake-ups for live streams; not a delivery path).
+	Notify func(Event)
+}
+
+// Service is the action lifecycle: one flow, one step per method, each step
+// idempotent and safe to run twice with the same input (Step Functions and
+// Lambda deliver at least once).
+type Service struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New builds a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("actionflow: Config.Store is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Contracts == nil {
+		cfg.Contracts = identity.Builtin
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NopMetrics{}
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 15 * time.Minute
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = 24 * time.Hour
+	}
+	if cfg.InlineOutputBytes <= 0 {
+		cfg.InlineOutputBytes = 8 << 10
+	}
+	return &Service{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Store returns the service's store.
+func (s *Service) Store() store.Store { return s.cfg.Store }
+
+func (s *Service) now() time.Time { return s.cfg.Clock().UTC() }
+
+func (s *Service) logFor(a *Action) *slog.Logger {
+	return s.log.With("action_id", a.ActionID, "execution_id", a.ExecutionID, "session_id", a.SessionID)
+}
+
+// StepInput is what every Task state passes to its handler: identities only.
+// Handlers read everything else from the store, so a replayed input can
+// never carry stale state.
+type StepInput struct {
+	ActionID    ids.ActionID    `json:"action_id"`
+	ExecutionID ids.ExecutionID `json:"execution_id"`
+	// Mode selects the variant of a step (authorize: initial|revalidate;
+	// approval: await|expire; dispatch: sync|publish).
+	Mode      string `json:"mode,omitempty"`
+	TaskToken string `json:"task_token,omitempty"`
+	// Result is the dispatch output, for record.
+	Result *ToolResult `json:"result,omitempty"`
+	// Error is a failure caught by a Catch (ResultPath $.error).
+	Error *CaughtError `json:"error,omitempty"`
+}
+
+// CaughtError is the {Error, Cause} object Step Functions passes to a Catch.
+type CaughtError struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// Event is one entry of a session's event log and one projection event.
+type Event struct {
+	Seq         int64           `json:"seq,omitempty"`
+	Type        string          `json:"type"`
+	SessionID   ids.SessionID   `json:"session_id"`
+	ExecutionID ids.ExecutionID `json:"execution_id,omitempty"`
+	ActionID    ids.ActionID    `json:"action_id,omitempty"`
+	At          time.Time       `json:"at"`
+	Data        json.RawMessage `json:"data,omitempty"`
+}
+
+func (s *Service) appendEvent(ctx context.Context, ev Event, data any) (Event, error) {
+	ev.At = s.now()
+	if data != nil {
+		ev.Data = encode(data)
+	}
+	seq, err := s.cfg.Store.Append(ctx, SessionStream(ev.SessionID), encode(ev))
+	if err != nil {
+		return ev, fmt.Errorf("append %s event: %w", ev.Type, err)
+	}
+	ev.Seq = seq
+	if s.cfg.Notify != nil {
+		s.cfg.Notify(ev)
+	}
+	return ev, nil
+}
+
+// ReadEvents returns a session's events after a position.
+func (s *Service) ReadEvents(ctx context.Context, session ids.SessionID, after int64, limit int) ([]Event, error) {
+	entries, err := s.cfg.Store.ReadLog(ctx, SessionStream(session), after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", session, err)
+	}
+	out := make([]Event, 0, len(entries))
+	for _, e := range entries {
+		var ev Event
+		if err := json.Unmarshal(e.Body, &ev); err != nil {
+			return nil, fmt.Errorf("decode event %d of %s: %w", e.Seq, session, err)
+		}
+		ev.Seq = e.Seq
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// --- typed access to the table ---
+
+func (s *Service) getAction(ctx context.Context, id ids.ActionID) (Action, error) {
+	it, err := s.cfg.Store.Get(ctx, actionKey(id))
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Action{}, &NotFoundError{What: "action " + string(id)}
+		}
+		return Action{}, fmt.Errorf("get action %s: %w", id, err)
+	}
+	a, err := decode[Action](it, "action")
+	a.Version = it.Version
+	return a, err
+}
+
+// GetAction reads an action.
+func (s *Service) GetAction(ctx context.Context, id ids.ActionID) (Action, error) {
+	return s.getAction(ctx, id)
+}
+
+func (s *Service) actionItem(a Action) store.Item {
+	it := store.Item{
+		PK: actionKey(a.ActionID).PK, SK: actionKey(a.ActionID).SK,
+		Version: a.Version,
+		GSI1PK:  sessionPK(a.SessionID), GSI1SK: "ACTION#" + string(a.ActionID),
+		Body: encode(a),
+	}
+	if !a.States.Terminal() {
+		it.GSI2PK, it.GSI2SK = openActionsIndex, a.CreatedAt.UTC().Format(time.RFC3339Nano)+"#"+string(a.ActionID)
+	}
+	return it
+}
+
+// saveAction writes a with compare-and-swap on its version (fence > 0 for
+// owner writes) and bumps a.Version.
+func (s *Service) saveAction(ctx context.Context, a *Action, fence int64) error {
+	expected := a.Version
+	a.Version++
+	a.UpdatedAt = s.now()
+	if err := s.cfg.Store.CompareAndSwap(ctx, s.actionItem(*a), expected, fence); err != nil {
+		a.Version = expected
+		return fmt.Errorf("save action %s: %w", a.ActionID, err)
+	}
+	return nil
+}
+
+// updateAction re-reads and applies mutate until the CAS wins (bounded).
+// mutate returning errStop ends without writing.
+func (s *Service) updateAction(ctx context.Context, id ids.ActionID, fence int64, mutate func(a *Action) error) (Action, error) {
+	for i := 0; ; i++ {
+		a, err := s.getAction(ctx, id)
+		if err != nil {
+			return a, err
+		}
+		if err := mutate(&a); err != nil {
+			if errors.Is(err, errStop) {
+				return a, nil
+			}
+			return a, err
+		}
+		err = s.saveAction(ctx, &a, fence)
+		var vc *store.VersionConflictError
+		if errors.As(err, &vc) && i < 8 {
+			continue
+		}
+		return a, err
+	}
+}
+
+var errStop = errors.New("nothing to write")
+
+func (s *Service) getReceipt(ctx context.Context, id ids.ActionID) (Receipt, error) {
+	it, err := s.cfg.Store.Get(ctx, receiptKey(id))
+	if err != nil {
+		return Receipt{}, err
+	}
+	return decode[Receipt](it, "receipt")
+}
+
+// GetReceipt reads an action's receipt (store.ErrNotFound when none yet).
+func (s *Service) GetReceipt(ctx context.Context, id ids.ActionID) (Receipt, error) {
+	return s.getReceipt(ctx, id)
+}
+
+func (s *Service) getApproval(ctx context.Context, action ids.ActionID) (Approval, error) {
+	it, err := s.cfg.Store.Get(ctx, approvalKey(action))
+	if err != nil {
+		return Approval{}, err
+	}
+	ap, err := decode[Approval](it, "approval")
+	ap.Version = it.Version
+	return ap, err
+}
+
+func (s *Service) approvalItem(ap Approval) store.Item {
+	k := approvalKey(ap.ActionID)
+	it := store.Item{PK: k.PK, SK: k.SK, Version: ap.Version,
+		GSI1PK: sessionPK(ap.SessionID), GSI1SK: "APPROVAL#" + string(ap.ApprovalID),
+		Body: encode(ap)}
+	if ap.Status == ApprovalPending {
+		it.GSI2PK, it.GSI2SK = pendingApprovalsPK+string(ap.SessionID), string(ap.ApprovalID)
+	}
+	return it
+}

@@ -1,0 +1,2 @@
+// Package s3blobs stores large results in an S3 bucket.
+package s3blobs

@@ -1,0 +1,171 @@
+package decider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/permission"
+)
+
+// Policies returns a session's live policy (nil, nil when it has none).
+type Policies interface {
+	Policy(ctx context.Context, session ids.SessionID) (*permission.Policy, error)
+}
+
+// DefaultPolicyDoc is the policy of a session that has none.
+const DefaultPolicyDoc = `{"version": "default", "mode": "default"}`
+
+// DefaultPolicy parses DefaultPolicyDoc.
+func DefaultPolicy() *permission.Policy { return permission.MustParsePolicy(DefaultPolicyDoc) }
+
+// Decider implements actionflow.Decider.
+type Decider struct {
+	Engine   *permission.Engine
+	Policies Policies
+	// ProjectRoot and WorkingDir (absolute) bound the project scope; HomeDir expands "~".
+	ProjectRoot, WorkingDir, HomeDir string
+}
+
+var _ actionflow.Decider = (*Decider)(nil)
+
+func (d *Decider) policy(ctx context.Context, session ids.SessionID) (*permission.Policy, error) {
+	if d.Policies == nil {
+		return DefaultPolicy(), nil
+	}
+	p, err := d.Policies.Policy(ctx, session)
+	if err != nil {
+		return nil, fmt.Errorf("load policy of %s: %w", session, err)
+	}
+	if p == nil {
+		return DefaultPolicy(), nil
+	}
+	return p, nil
+}
+
+func (d *Decider) request(ctx context.Context, a actionflow.Action) (permission.Request, error) {
+	p, err := d.policy(ctx, a.SessionID)
+	if err != nil {
+		return permission.Request{}, err
+	}
+	wd := d.WorkingDir
+	if wd == "" {
+		wd = d.ProjectRoot
+	}
+	return permission.Request{
+		Trusted: permission.Trusted{SessionID: a.SessionID, WorkingDir: wd, ProjectRoot: d.ProjectRoot, HomeDir: d.HomeDir, Interactive: a.Interactive},
+		Call:    permission.Call{ActionID: a.ActionID, Tool: a.Tool, Args: a.Arguments, Digest: a.ArgsDigest},
+		Policy:  p,
+	}, nil
+}
+
+// Decide decides an action's first authorization.
+func (d *Decider) Decide(ctx context.Context, a actionflow.Action) (actionflow.Decision, error) {
+	req, err := d.request(ctx, a)
+	if err != nil {
+		return actionflow.Decision{}, err
+	}
+	pd, err := d.Engine.Decide(ctx, req)
+	var ic *permission.InvalidCallError
+	if errors.As(err, &ic) {
+		return actionflow.Decision{Permission: lifecycle.PermissionDeny, PolicyVersion: req.Policy.Version,
+			Reason:     actionflow.Reason{Source: "invalid_arguments", Code: "invalid_arguments", Detail: ic.Error()},
+			Resolution: "correct the execution-relevant arguments (" + ic.Field + ")"}, nil
+	}
+	if err != nil {
+		return actionflow.Decision{}, err
+	}
+	return translate(pd)
+}
+
+// Revalidate re-checks the action against the live policy with the approval.
+func (d *Decider) Revalidate(ctx context.Context, a actionflow.Action, prior actionflow.Decision, ap actionflow.Approval) (actionflow.Decision, error) {
+	var pd permission.Decision
+	if len(prior.Engine) == 0 {
+		return actionflow.Decision{Permission: lifecycle.PermissionDeny, PolicyVersion: prior.PolicyVersion,
+			Reason: actionflow.Reason{Source: "revalidation", Code: "no_engine_decision", Detail: "the prior decision carries no engine record"}}, nil
+	}
+	if err := json.Unmarshal(prior.Engine, &pd); err != nil {
+		return actionflow.Decision{}, fmt.Errorf("decode prior decision of %s: %w", a.ActionID, err)
+	}
+	req, err := d.request(ctx, a)
+	if err != nil {
+		return actionflow.Decision{}, err
+	}
+	rd, err := d.Engine.Revalidate(ctx, pd, evidence(ap), req)
+	if err != nil {
+		return actionflow.Decision{}, err
+	}
+	return translate(rd)
+}
+
+// ApprovalCompleted resets refusal counters for a declined fallback wait
+// (the engine's Revalidate handles approved ones).
+func (d *Decider) ApprovalCompleted(ctx context.Context, a actionflow.Action, ap actionflow.Approval) error {
+	if ap.Status == actionflow.ApprovalApproved || a.Decision == nil || len(a.Decision.Engine) == 0 {
+		return nil
+	}
+	var pd permission.Decision
+	if err := json.Unmarshal(a.Decision.Engine, &pd); err != nil {
+		return fmt.Errorf("decode decision of %s: %w", a.ActionID, err)
+	}
+	return d.Engine.ApprovalCompleted(ctx, pd, evidence(ap))
+}
+
+func evidence(ap actionflow.Approval) permission.ApprovalEvidence {
+	ev := permission.ApprovalEvidence{ApprovalID: ap.ApprovalID, ActionID: ap.ActionID, ArgsDigest: ap.ArgsDigest,
+		PolicyVersion: ap.PolicyVersion, Status: permission.ApprovalStatus(ap.Status)}
+	if ap.DecidedBy != nil {
+		ev.DecidedBy = ap.DecidedBy.Subject
+	}
+	return ev
+}
+
+func translate(pd permission.Decision) (actionflow.Decision, error) {
+	raw, err := json.Marshal(pd)
+	if err != nil {
+		return actionflow.Decision{}, fmt.Errorf("encode decision: %w", err)
+	}
+	detail := pd.Reason.Detail
+	if pd.Reason.Command != "" {
+		detail = fmt.Sprintf("%s (command: %s)", detail, pd.Reason.Command)
+	}
+	return actionflow.Decision{
+		Permission:    pd.Permission,
+		PolicyVersion: pd.PolicyVersion,
+		Fallback:      pd.Fallback,
+		Reason:        actionflow.Reason{Source: string(pd.Reason.Source), Code: string(pd.Reason.Code), Rule: pd.Reason.Rule, Detail: detail},
+		Resolution:    resolution(pd),
+		Engine:        raw,
+	}, nil
+}
+
+// resolution tells the model and the owner what would change the answer.
+func resolution(pd permission.Decision) string {
+	if pd.Permission == lifecycle.PermissionAllow {
+		return ""
+	}
+	switch pd.Reason.Source {
+	case permission.SourceHardConstraint:
+		return "none: hard constraints cannot be overridden; do other allowed work or explain the blocker"
+	case permission.SourceVisibility:
+		return "the tool is not available in this session"
+	case permission.SourceDenyRule, permission.SourceRestriction:
+		return "the owner can change the policy; do not retry with reworded descriptions"
+	case permission.SourceClassifier, permission.SourceCounter:
+		if pd.Permission == lifecycle.PermissionAsk {
+			return "waiting for the owner's approval"
+		}
+		return "ask the owner to approve it in an interactive session, or change the operation"
+	case permission.SourceAnalysis:
+		return "split the command into smaller, reviewable commands"
+	}
+	if pd.Permission == lifecycle.PermissionAsk {
+		return "waiting for the owner's approval"
+	}
+	return "the owner can allow it with a rule or approve it interactively"
+}

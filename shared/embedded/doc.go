@@ -1,0 +1,12 @@
+// Package embedded assembles the whole lifecycle in one process: the SQLite
+// store, the embedded Step Functions engine interpreting the very ASL file
+// AWS runs, the lifecycle handlers invoked in process exactly as Lambda would
+// invoke them (aws-lambda-go's handler adapter, so error names match), the
+// real aws-sdk-go-v2 Step Functions client talking to the engine over
+// loopback HTTP, the in-process event bus, the blob directory and a host
+// worker on a workspace directory.
+//
+// It is what `lifecycle serve` (make run), the end-to-end tests and the
+// benchmarks run. A killed process leaves everything durable in the state
+// directory; Start on the same directory resumes executions where they were.
+package embedded

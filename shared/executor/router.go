@@ -1,0 +1,68 @@
+package executor
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kinds of executors.
+const (
+	KindHost   = "host"
+	KindNoop   = "noop"
+	KindHTTP   = "http"
+	KindLambda = "lambda"
+)
+
+// Routes maps tool names to executor kinds. A pattern ending in "*" matches
+// a prefix (e.g. "mcp__tickets__*").
+type Routes map[string]string
+
+// DefaultRoutes: the host tools run on the agent's machine, "noop" does nothing.
+var DefaultRoutes = Routes{
+	"Bash": KindHost, "Read": KindHost, "Write": KindHost, "Edit": KindHost,
+	"bash": KindHost, "read_file": KindHost, "write_file": KindHost, "edit_file": KindHost,
+	"noop": KindNoop,
+}
+
+// Route returns the executor kind of a tool.
+func (r Routes) Route(tool string) (string, bool) {
+	if k, ok := r[tool]; ok {
+		return k, true
+	}
+	best, kind := -1, ""
+	for pat, k := range r {
+		if strings.HasSuffix(pat, "*") && strings.HasPrefix(tool, strings.TrimSuffix(pat, "*")) && len(pat) > best {
+			best, kind = len(pat), k
+		}
+	}
+	return kind, best >= 0
+}
+
+// ParseRoutes reads "tool=kind,prefix*=kind" (from configuration).
+func ParseRoutes(s string) (Routes, error) {
+	r := Routes{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		tool, kind, ok := strings.Cut(part, "=")
+		if !ok || tool == "" || kind == "" {
+			return nil, fmt.Errorf("route %q: want tool=kind", part)
+		}
+		r[strings.TrimSpace(tool)] = strings.TrimSpace(kind)
+	}
+	return r, nil
+}
+
+// Merge returns r with o's routes added (o wins).
+func (r Routes) Merge(o Routes) Routes {
+	out := Routes{}
+	for k, v := range r {
+		out[k] = v
+	}
+	for k, v := range o {
+		out[k] = v
+	}
+	return out
+}

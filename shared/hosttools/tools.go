@@ -1,0 +1,295 @@
+package hosttools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+)
+
+// Limits of the host tools.
+const (
+	DefaultBashTimeout = 2 * time.Minute
+	MaxBashTimeout     = 10 * time.Minute
+	MaxOutputBytes     = 256 << 10 // output kept per call; the rest is cut
+	MaxFileBytes       = 8 << 20
+)
+
+// Runner runs host tools in one workspace.
+type Runner struct {
+	Workspace string
+}
+
+// Invalid is a structured invalid-arguments result: nothing ran.
+func invalid(problems ...actionflow.FieldProblem) actionflow.ToolResult {
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Field + ": " + p.Problem
+	}
+	return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "invalid_arguments",
+		Error: strings.Join(msgs, "; "), Validation: problems}
+}
+
+// Run executes one tool call. Deterministic failures are results with
+// outcome failed; an error means the outcome is unknown.
+func (r Runner) Run(ctx context.Context, tool string, args []byte) (actionflow.ToolResult, error) {
+	switch tool {
+	case "Bash", "bash":
+		return r.bash(ctx, args)
+	case "Read", "read_file":
+		return r.read(args)
+	case "Write", "write_file":
+		return r.write(args)
+	case "Edit", "edit_file":
+		return r.edit(args)
+	}
+	return invalid(actionflow.FieldProblem{Field: "tool", Problem: "this host does not run " + tool}), nil
+}
+
+func decodeArgs(args []byte, v any) *actionflow.FieldProblem {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if err := dec.Decode(v); err != nil {
+		return &actionflow.FieldProblem{Field: "arguments", Problem: err.Error()}
+	}
+	return nil
+}
+
+// resolve maps a tool path into the workspace.
+func (r Runner) resolve(field, p string) (string, *actionflow.FieldProblem) {
+	if p == "" {
+		return "", &actionflow.FieldProblem{Field: field, Problem: "required"}
+	}
+	root, err := filepath.Abs(r.Workspace)
+	if err != nil {
+		return "", &actionflow.FieldProblem{Field: field, Problem: err.Error()}
+	}
+	if rr, err := filepath.EvalSymlinks(root); err == nil {
+		root = rr
+	}
+	full := p
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(root, p)
+	}
+	full = filepath.Clean(full)
+	// Resolve symlinks of the deepest existing ancestor so a link cannot lead out.
+	probe := full
+	var rest []string
+	for {
+		if real, err := filepath.EvalSymlinks(probe); err == nil {
+			full = filepath.Join(append([]string{real}, rest...)...)
+			break
+		}
+		parent := filepath.Dir(probe)
+		if parent == probe {
+			break
+		}
+		rest = append([]string{filepath.Base(probe)}, rest...)
+		probe = parent
+	}
+	rel, err := filepath.Rel(root, full)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", &actionflow.FieldProblem{Field: field, Problem: fmt.Sprintf("%q is outside the workspace", p)}
+	}
+	return full, nil
+}
+
+func (r Runner) bash(ctx context.Context, args []byte) (actionflow.ToolResult, error) {
+	var a struct {
+		Command     string `json:"command"`
+		Description string `json:"description"`
+		Timeout     int64  `json:"timeout"` // milliseconds
+		Cwd         string `json:"cwd"`
+	}
+	if p := decodeArgs(args, &a); p != nil {
+		return invalid(*p), nil
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return invalid(actionflow.FieldProblem{Field: "command", Problem: "required"}), nil
+	}
+	timeout := DefaultBashTimeout
+	if a.Timeout < 0 || time.Duration(a.Timeout)*time.Millisecond > MaxBashTimeout {
+		return invalid(actionflow.FieldProblem{Field: "timeout", Problem: fmt.Sprintf("must be 0..%d milliseconds", MaxBashTimeout.Milliseconds())}), nil
+	}
+	if a.Timeout > 0 {
+		timeout = time.Duration(a.Timeout) * time.Millisecond
+	}
+	dir := r.Workspace
+	if a.Cwd != "" {
+		d, p := r.resolve("cwd", a.Cwd)
+		if p != nil {
+			return invalid(*p), nil
+		}
+		dir = d
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "/bin/sh", "-c", a.Command)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out boundedBuffer
+	out.limit = MaxOutputBytes
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	res := actionflow.ToolResult{Output: out.String(), Truncated: out.cut}
+	code := cmd.ProcessState.ExitCode()
+	if cmd.ProcessState != nil {
+		res.ExitCode = &code
+	}
+	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		res.Outcome, res.ErrorCode, res.Error = lifecycle.OutcomeFailed, "timeout", fmt.Sprintf("killed after %s", timeout)
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("bash cancelled while running: %w", ctx.Err())
+	case err == nil:
+		res.Outcome = lifecycle.OutcomeSucceeded
+	default:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return res, fmt.Errorf("run bash: %w", err)
+		}
+		res.Outcome, res.ErrorCode, res.Error = lifecycle.OutcomeFailed, fmt.Sprintf("exit_%d", code), err.Error()
+	}
+	return res, nil
+}
+
+type boundedBuffer struct {
+	bytes.Buffer
+	limit int
+	cut   bool
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := b.limit - b.Len(); room < len(p) {
+		b.cut = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return n, nil
+	}
+	b.Buffer.Write(p)
+	return n, nil
+}
+
+func (r Runner) read(args []byte) (actionflow.ToolResult, error) {
+	var a struct {
+		FilePath string `json:"file_path"`
+		Path     string `json:"path"`
+	}
+	if p := decodeArgs(args, &a); p != nil {
+		return invalid(*p), nil
+	}
+	if a.FilePath == "" {
+		a.FilePath = a.Path
+	}
+	full, p := r.resolve("file_path", a.FilePath)
+	if p != nil {
+		return invalid(*p), nil
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "read_failed", Error: err.Error()}, nil
+	}
+	defer f.Close()
+	var buf boundedBuffer
+	buf.limit = MaxOutputBytes
+	if _, err := buf.ReadFrom(f); err != nil {
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "read_failed", Error: err.Error()}, nil
+	}
+	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: buf.String(), Truncated: buf.cut}, nil
+}
+
+func (r Runner) write(args []byte) (actionflow.ToolResult, error) {
+	var a struct {
+		FilePath string `json:"file_path"`
+		Path     string `json:"path"`
+		Content  string `json:"content"`
+	}
+	if p := decodeArgs(args, &a); p != nil {
+		return invalid(*p), nil
+	}
+	if a.FilePath == "" {
+		a.FilePath = a.Path
+	}
+	full, p := r.resolve("file_path", a.FilePath)
+	if p != nil {
+		return invalid(*p), nil
+	}
+	if len(a.Content) > MaxFileBytes {
+		return invalid(actionflow.FieldProblem{Field: "content", Problem: fmt.Sprintf("more than %d bytes", MaxFileBytes)}), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "write_failed", Error: err.Error()}, nil
+	}
+	if err := writeAtomic(full, []byte(a.Content)); err != nil {
+		return actionflow.ToolResult{}, fmt.Errorf("write %s: %w", a.FilePath, err)
+	}
+	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.FilePath)}, nil
+}
+
+func (r Runner) edit(args []byte) (actionflow.ToolResult, error) {
+	var a struct {
+		FilePath   string `json:"file_path"`
+		Path       string `json:"path"`
+		OldString  string `json:"old_string"`
+		NewString  string `json:"new_string"`
+		ReplaceAll bool   `json:"replace_all"`
+	}
+	if p := decodeArgs(args, &a); p != nil {
+		return invalid(*p), nil
+	}
+	if a.FilePath == "" {
+		a.FilePath = a.Path
+	}
+	full, p := r.resolve("file_path", a.FilePath)
+	if p != nil {
+		return invalid(*p), nil
+	}
+	if a.OldString == "" {
+		return invalid(actionflow.FieldProblem{Field: "old_string", Problem: "required"}), nil
+	}
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "read_failed", Error: err.Error()}, nil
+	}
+	n := strings.Count(string(data), a.OldString)
+	switch {
+	case n == 0:
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "old_string_not_found", Error: "old_string does not occur in the file"}, nil
+	case n > 1 && !a.ReplaceAll:
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "old_string_not_unique",
+			Error: fmt.Sprintf("old_string occurs %d times; give more context or set replace_all", n)}, nil
+	}
+	updated := strings.Replace(string(data), a.OldString, a.NewString, map[bool]int{true: -1, false: 1}[a.ReplaceAll])
+	if err := writeAtomic(full, []byte(updated)); err != nil {
+		return actionflow.ToolResult{}, fmt.Errorf("edit %s: %w", a.FilePath, err)
+	}
+	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: fmt.Sprintf("replaced %d occurrence(s) in %s", map[bool]int{true: n, false: 1}[a.ReplaceAll], a.FilePath)}, nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".lifecycle-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,9 @@
+// Package hostworker is the host worker: the loop that runs authorized host
+// tasks on the agent's machine. It lists published tasks, claims one (the
+// lifecycle writes start evidence immediately before the tool runs), runs it
+// with hosttools, and posts the result as the attempt that owns it.
+//
+// It talks to the lifecycle through the Host interface: directly to the
+// service inside `lifecycle serve`, or over HTTP (`lifecycle host`). A claim
+// that loses (another worker started it) is skipped, never run twice.
+package hostworker

@@ -1,0 +1,178 @@
+package hostworker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/hosttools"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+)
+
+// Host is the lifecycle as a host worker sees it.
+type Host interface {
+	// Tasks lists published host tasks, waiting up to wait for one to appear.
+	Tasks(ctx context.Context, wait time.Duration) ([]ids.ActionID, error)
+	// Start claims a task for an attempt (start evidence) and returns it.
+	Start(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (actionflow.Task, error)
+	// Result posts the attempt's result.
+	Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res actionflow.ToolResult) error
+}
+
+// Worker runs host tasks.
+type Worker struct {
+	Host   Host
+	Runner hosttools.Runner
+	Log    *slog.Logger
+	// Poll is the long-poll wait per listing (default 20s).
+	Poll time.Duration
+	// Parallel bounds concurrently running tasks (default 4).
+	Parallel int
+}
+
+// Run works until ctx is done.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.Log == nil {
+		w.Log = slog.Default()
+	}
+	if w.Poll <= 0 {
+		w.Poll = 20 * time.Second
+	}
+	if w.Parallel <= 0 {
+		w.Parallel = 4
+	}
+	sem := make(chan struct{}, w.Parallel)
+	inflight := map[ids.ActionID]bool{}
+	done := make(chan ids.ActionID, w.Parallel)
+	backoff := time.Duration(0)
+	for {
+		for drained := false; !drained; {
+			select {
+			case id := <-done:
+				delete(inflight, id)
+				<-sem
+			default:
+				drained = true
+			}
+		}
+		if ctx.Err() != nil {
+			for len(inflight) > 0 {
+				delete(inflight, <-done)
+			}
+			return nil
+		}
+		tasks, err := w.Host.Tasks(ctx, w.Poll)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			backoff = min(max(backoff*2, 200*time.Millisecond), 10*time.Second)
+			w.Log.Warn("host: listing tasks failed", "error", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			continue
+		}
+		backoff = 0
+		for _, id := range tasks {
+			if inflight[id] {
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			inflight[id] = true
+			go func(id ids.ActionID) {
+				defer func() { done <- id }()
+				w.runOne(ctx, id)
+			}(id)
+		}
+	}
+}
+
+// RunOne claims and runs one task (exported for tests and `lifecycle host --once`).
+func (w *Worker) RunOne(ctx context.Context, id ids.ActionID) error { return w.runOne(ctx, id) }
+
+func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
+	if w.Log == nil {
+		w.Log = slog.Default()
+	}
+	attempt := ids.NewAttemptID()
+	log := w.Log.With("action_id", id, "attempt_id", attempt)
+	task, err := w.Host.Start(ctx, id, attempt)
+	if err != nil {
+		var ce *actionflow.ConflictError
+		if errors.As(err, &ce) {
+			return nil // someone else claimed it, or it is no longer waiting
+		}
+		log.Warn("host: claim failed", "error", err)
+		return err
+	}
+	log = log.With("execution_id", task.ExecutionID, "tool", task.Tool)
+	res, err := w.Runner.Run(ctx, task.Tool, task.Arguments)
+	if err != nil {
+		res = actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "host_error", Error: err.Error()}
+	}
+	// Post with a context that survives shutdown briefly: the tool ran, its
+	// result should not be lost to a cancelled request.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := w.Host.Result(pctx, id, attempt, task.Fence, res); err != nil {
+		log.Error("host: posting result failed; the action will be reconciled", "error", err, "outcome", res.Outcome)
+		return err
+	}
+	log.Info("host: task done", "outcome", res.Outcome)
+	return nil
+}
+
+// Direct is the Host of an in-process worker: the service itself.
+type Direct struct {
+	Service *actionflow.Service
+	// Session restricts the worker to one session (empty: all).
+	Session ids.SessionID
+	// Wake, if set, is signalled when tasks may have been published.
+	Wake <-chan struct{}
+}
+
+func (d Direct) Tasks(ctx context.Context, wait time.Duration) ([]ids.ActionID, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		as, err := d.Service.HostTasks(ctx, d.Session, 64)
+		if err != nil || len(as) > 0 {
+			out := make([]ids.ActionID, len(as))
+			for i, a := range as {
+				out[i] = a.ActionID
+			}
+			return out, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, nil
+		}
+		t := time.NewTimer(min(left, 250*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-d.Wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+func (d Direct) Start(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (actionflow.Task, error) {
+	return d.Service.HostStart(ctx, id, attempt)
+}
+
+func (d Direct) Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res actionflow.ToolResult) error {
+	return d.Service.HostResult(ctx, id, attempt, fence, res)
+}

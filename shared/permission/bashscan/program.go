@@ -1,0 +1,317 @@
+package bashscan
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// MaxBytes is the reviewable bound: a command longer than 64 KiB is not
+// analysed at all (so never allowed from a prefix). 64 KiB is far above any
+// command a person reviews in a prompt, and keeps every analysis and
+// pattern match below a few milliseconds.
+const MaxBytes = 64 << 10
+
+// MaxNesting bounds how deep literal scripts handed to a shell (bash -c
+// '...') are parsed. A command nested deeper is Opaque.
+const MaxNesting = 4
+
+// TooLargeError: the input exceeds MaxBytes.
+type TooLargeError struct {
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("command is %d bytes, more than the reviewable %d bytes", e.Size, e.Limit)
+}
+
+// SyntaxError: the input does not parse as Bash.
+type SyntaxError struct {
+	Pos Pos
+	Msg string
+}
+
+func (e *SyntaxError) Error() string {
+	if e.Pos.Line == 0 {
+		return "bash syntax: " + e.Msg
+	}
+	return fmt.Sprintf("bash syntax at line %d, column %d: %s", e.Pos.Line, e.Pos.Col, e.Msg)
+}
+
+// Via says how a command is reached.
+type Via string
+
+const (
+	// ViaTop: a statement of the program (also inside pipelines, lists,
+	// subshells, blocks and control flow).
+	ViaTop Via = ""
+	// ViaCommandSubst: inside $(...) or `...`; its output becomes words of
+	// the enclosing command (Parent).
+	ViaCommandSubst Via = "command_substitution"
+	// ViaProcessSubst: inside <(...) or >(...) of the enclosing command.
+	ViaProcessSubst Via = "process_substitution"
+	// ViaScript: inside a literal script handed to a shell (bash -c '...',
+	// su -c, trap, watch) by the command Parent.
+	ViaScript Via = "script"
+)
+
+// Kind classifies a recorded command.
+type Kind string
+
+const (
+	// KindSimple is an ordinary command: a program, builtin or function call.
+	KindSimple Kind = "simple"
+	// KindAssign is a statement made only of variable assignments (X=1).
+	KindAssign Kind = "assign"
+	// KindDecl is export/declare/local/readonly/typeset/nameref.
+	KindDecl Kind = "decl"
+	// KindTest is [[ ... ]]; KindArith is (( ... )) or let.
+	KindTest  Kind = "test"
+	KindArith Kind = "arith"
+	// KindFuncCall is a call of a function the program itself declares: it
+	// runs that function's body, whose commands are recorded separately.
+	KindFuncCall Kind = "func_call"
+)
+
+// Command is one command the program can run.
+type Command struct {
+	Index int `json:"index"`
+	Kind  Kind
+	// Assigns are the NAME=value words before the command (or the whole
+	// statement for KindAssign and the arguments of KindDecl).
+	Assigns []Word
+	// Args are the command's words: Args[0] is the name.
+	Args []Word
+	Pos  Pos
+	Via  Via
+	// Parent is the index of the command whose words contain this one
+	// (substitutions) or that runs it as a script; -1 at the top.
+	Parent int
+	// Function is the name of the enclosing function declaration, if any.
+	Function string
+	// Pipes are the pipelines (a|b|c) the command belongs to, innermost
+	// first, each with the stage (from 0 at the left) that contains it.
+	Pipes []PipeStage
+	// Background: started with & (or as a coprocess).
+	Background bool
+	// Opaque: what runs cannot be known from the text; OpaqueReason says why.
+	Opaque       bool
+	OpaqueReason string
+	// Script: the command only runs a literal script (bash -c '...') whose
+	// commands are recorded with Via == ViaScript and Parent == Index.
+	Script bool
+	// Invocations are the command lines this command may run: its own words
+	// first, then those a wrapper (sudo, env, xargs, find -exec, ...) may run.
+	Invocations []Invocation
+	// Computed: a test or arithmetic clause that expands parameters or
+	// substitutions (arithmetic evaluation of a computed value can run
+	// commands), so it is not static.
+	Computed bool
+
+	suffixes [][]Word
+}
+
+// PipeStage places a command in one pipeline.
+type PipeStage struct {
+	Pipeline, Stage int
+}
+
+// Invocation is one command line a command may run.
+type Invocation struct {
+	Words []Word
+	// Wrapper is the wrapper that runs it ("sudo", "xargs", "find -exec"...),
+	// empty for the command's own words.
+	Wrapper string
+	// Script: Words are a shell script the wrapper hands to a shell (su -c,
+	// flock -c, env -S, watch), joined with spaces.
+	Script bool
+}
+
+// Name is the static base name of the invoked program ("" when computed).
+func (iv Invocation) Name() string {
+	if len(iv.Words) == 0 || !iv.Words[0].Static {
+		return ""
+	}
+	return path.Base(iv.Words[0].Text)
+}
+
+// Name is the static command name as written ("" when computed or absent).
+func (c *Command) Name() string {
+	if len(c.Args) == 0 || !c.Args[0].Static {
+		return ""
+	}
+	return c.Args[0].Text
+}
+
+// BaseName is path.Base of Name ("/bin/rm" -> "rm").
+func (c *Command) BaseName() string {
+	n := c.Name()
+	if n == "" {
+		return ""
+	}
+	return path.Base(n)
+}
+
+// Static reports whether every word of the command (assignments included)
+// is known before run time and the command is not opaque or computed.
+func (c *Command) Static() bool {
+	return !c.Opaque && !c.Computed && AllStatic(c.Assigns) && AllStatic(c.Args)
+}
+
+// Text is the command as the rules see it: assignments and words, quotes
+// removed, joined by single spaces (source text for computed words).
+func (c *Command) Text() string { return JoinText(c.words()) }
+
+// words are the command's words in source order: assignments first, except
+// for declarations (export A=1), whose name comes first.
+func (c *Command) words() []Word {
+	if c.Kind == KindDecl {
+		return append(append([]Word{}, c.Args...), c.Assigns...)
+	}
+	return append(append([]Word{}, c.Assigns...), c.Args...)
+}
+
+// Forms are the patterns a rule is checked against to find a possible match:
+// the full text, the text without leading assignments, the text with the
+// program's base name (/bin/rm -> rm) and every invocation a wrapper may run.
+func (c *Command) Forms() []Pattern {
+	var forms []Pattern
+	seen := map[string]bool{}
+	push := func(p Pattern) {
+		key := p.key()
+		if !seen[key] {
+			seen[key] = true
+			forms = append(forms, p)
+		}
+	}
+	add := func(words []Word) {
+		if len(words) == 0 {
+			return
+		}
+		push(wordsPattern(words))
+		if words[0].Static && strings.Contains(words[0].Text, "/") {
+			base := append([]Word{literalWord(path.Base(words[0].Text), words[0].Pos)}, words[1:]...)
+			push(wordsPattern(base))
+		}
+	}
+	if len(c.Assigns) > 0 {
+		push(wordsPattern(c.words()))
+	}
+	for _, iv := range c.Invocations {
+		if !iv.Script {
+			add(iv.Words)
+		}
+	}
+	for _, words := range c.suffixes {
+		add(words)
+	}
+	return forms
+}
+
+// Access is how a path is used.
+type Access string
+
+const (
+	AccessRead      Access = "read"
+	AccessWrite     Access = "write"
+	AccessReadWrite Access = "read_write"
+)
+
+// Reads reports whether the access reads the path.
+func (a Access) Reads() bool { return a == AccessRead || a == AccessReadWrite }
+
+// Writes reports whether the access writes the path.
+func (a Access) Writes() bool { return a == AccessWrite || a == AccessReadWrite }
+
+// Redirect is a redirection to or from a file (fd duplications and
+// here-documents are not recorded: they name no file).
+type Redirect struct {
+	// Command is the simple command the redirection belongs to, or -1 when
+	// it applies to a compound statement ({ ...; } > f).
+	Command int
+	Op      string
+	Target  Word
+	Access  Access
+	Pos     Pos
+}
+
+// Program is the analysis of one command string.
+type Program struct {
+	Source    string
+	Commands  []Command
+	Redirects []Redirect
+	// Functions are the names of functions the program declares.
+	Functions []string
+
+	// Computed once by Analyze: callers ask for them per rule and per word.
+	pathRefs   []PathRef
+	dirChanges []DirChange
+}
+
+// Static reports whether every command is static (no opaque command, no
+// computed word). Only a static program can be allowed by a rule.
+func (p *Program) Static() bool {
+	for i := range p.Commands {
+		if !p.Commands[i].Static() {
+			return false
+		}
+	}
+	for _, r := range p.Redirects {
+		if !r.Target.Static {
+			return false
+		}
+	}
+	return true
+}
+
+// Opaque returns the first opaque command, if any.
+func (p *Program) Opaque() (*Command, bool) {
+	for i := range p.Commands {
+		if p.Commands[i].Opaque {
+			return &p.Commands[i], true
+		}
+	}
+	return nil, false
+}
+
+// PipelineStages groups the commands of one pipeline by stage.
+func (p *Program) PipelineStages(id int) [][]int {
+	var stages [][]int
+	for i := range p.Commands {
+		for _, ps := range p.Commands[i].Pipes {
+			if ps.Pipeline != id {
+				continue
+			}
+			for len(stages) <= ps.Stage {
+				stages = append(stages, nil)
+			}
+			stages[ps.Stage] = append(stages[ps.Stage], i)
+		}
+	}
+	return stages
+}
+
+// Pipelines returns the ids of all pipelines.
+func (p *Program) Pipelines() []int {
+	seen := map[int]bool{}
+	var ids []int
+	for i := range p.Commands {
+		for _, ps := range p.Commands[i].Pipes {
+			if !seen[ps.Pipeline] {
+				seen[ps.Pipeline] = true
+				ids = append(ids, ps.Pipeline)
+			}
+		}
+	}
+	return ids
+}
+
+// Ancestors returns the indexes of the commands that contain command i
+// (through substitutions or scripts), nearest first.
+func (p *Program) Ancestors(i int) []int {
+	var out []int
+	for j := p.Commands[i].Parent; j >= 0 && len(out) < len(p.Commands); j = p.Commands[j].Parent {
+		out = append(out, j)
+	}
+	return out
+}
