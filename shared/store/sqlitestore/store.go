@@ -34,7 +34,13 @@ type Store struct {
 	r       *sql.DB
 	stmts   statements
 	queries sync.Map // queryShape -> *sql.Stmt on r
+	ckpt    *checkpointer
+	ckptDB  *sql.DB
 }
+
+// DefaultPath is where `lifecycle serve` keeps its store unless told
+// otherwise, relative to the working directory.
+const DefaultPath = ".lifecycle/state.db"
 
 // Option configures Open.
 type Option func(*options)
@@ -87,8 +93,12 @@ func Open(path string, opts ...Option) (*Store, error) {
 	// same file); within this process the single writer never waits on a lock.
 	params := url.Values{}
 	params.Add("_pragma", "busy_timeout(5000)")
-	params.Add("_pragma", "journal_mode(WAL)")
 	params.Add("_pragma", "synchronous("+o.sync+")")
+	params.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopPages))
+	// Keep a WAL that grew during a burst from staying large on disk.
+	params.Add("_pragma", "journal_size_limit(67108864)")
+	params.Add("_pragma", "cache_size(-65536)")
+	params.Add("_pragma", "mmap_size(2147483648)")
 	params.Set("_txlock", "immediate")
 	if s.w, err = openDB(path+"?"+params.Encode(), o.fault, 1); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -97,9 +107,19 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	// WAL is set after migrate because a fresh file's page size can only be
+	// chosen before it is in WAL mode. The mode is persistent: the readers
+	// opened below inherit it.
+	var mode string
+	if err := s.w.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
+		s.w.Close()
+		return nil, fmt.Errorf("open store %s: journal mode %q, want wal: %v", path, mode, err)
+	}
 	rparams := url.Values{}
 	rparams.Add("_pragma", "busy_timeout(5000)")
 	rparams.Add("_pragma", "query_only(1)")
+	rparams.Add("_pragma", "cache_size(-16384)")
+	rparams.Add("_pragma", "mmap_size(2147483648)")
 	if s.r, err = openDB(path+"?"+rparams.Encode(), o.fault, o.readers); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -108,6 +128,15 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
 	}
+	// The checkpointer's connection is never fault-injected: it does no
+	// work of any operation, and a test's armed fault is meant for those.
+	cparams := url.Values{}
+	cparams.Add("_pragma", "busy_timeout(5000)")
+	if s.ckptDB, err = openDB(path+"?"+cparams.Encode(), nil, 1); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s.ckpt = startCheckpointer(s.ckptDB)
 	return s, nil
 }
 
@@ -140,11 +169,17 @@ func (s *Store) Path() string { return s.path }
 // Close releases the connections. SQLite checkpoints the WAL into the main
 // file when the last connection closes.
 func (s *Store) Close() error {
+	if s.ckpt != nil {
+		s.ckpt.stop()
+	}
 	s.queries.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 	s.stmts.close()
 	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
+	}
+	if s.ckptDB != nil {
+		errs = append(errs, s.ckptDB.Close())
 	}
 	if s.w != nil {
 		errs = append(errs, s.w.Close())
@@ -172,6 +207,9 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 	}
 	if err := tx.Commit(); err != nil {
 		return unavailable(op, err)
+	}
+	if s.ckpt != nil {
+		s.ckpt.wrote()
 	}
 	return nil
 }
