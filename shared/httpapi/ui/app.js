@@ -1,174 +1,688 @@
-// A small client of the lifecycle API: it lists the session's pending
-// approvals and lets the human owner approve or decline them, and shows the
-// Activity sections. It sends the same requests any client would; the
-// X-Lifecycle-Origin header only records that the decision came from the UI.
-"use strict";
+// Activity: the lifecycle's browser UI. Plain HTML, CSS and ES modules,
+// embedded in the API binary and served at /ui/; no build step.
+//
+// It is an ordinary client of the /v1 API. The bearer token comes from the
+// URL fragment (#token=..., which browsers never send to a server), is kept
+// in sessionStorage (this tab only) and removed from the address bar at
+// once; it never goes into a query string. The session, subject and role
+// shown come from the token's claims, decoded here for display only: the
+// server authorizes every request.
+//
+// What it shows (specification 003, "Activity and control" and "User
+// decision panels and receipts"):
+//   - Activity: Needs attention / In progress / History, one row per
+//     conversation branch, with the counts the server computed;
+//   - branch details: a short branch heading, the execution count, one row
+//     per execution with its tool calls and their three states (permission,
+//     outcome, delivery) as badges; a request appears only in its execution
+//     row; an unknown outcome says "Reconciliation required" with the
+//     recovery controls the execution advertises; each execution offers
+//     only the controls it advertises (GET /v1/executions/{id}), sent with a
+//     fresh command_id and the execution's version, shown "accepted" (saved)
+//     then "applied" (took effect);
+//   - decision panels above the composer: one card per pending approval
+//     (cards.js);
+//   - a composer whose draft and focus new cards never disturb; it sends
+//     Steer instructions to the selected execution.
+//
+// Live updates come from the session's event stream (events.js); every
+// relevant event re-reads Activity and approvals (debounced).
+//
+// Errors: nothing is reported while loading, reconnecting or catching up
+// with the event log. A notice needs a confirmed failed request (the
+// server answered with an error) owned by the session on screen: every
+// request carries the generation of the session view that sent it, and a
+// late answer for a previous session (or token) is dropped. Failed reads
+// keep the records on screen and are retried automatically.
+
+import { Client, HttpError, claims, newID } from "./api.js";
+import { follow } from "./events.js";
+import { DecisionCard } from "./cards.js";
+import { h, plural, short, time } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
-let token = sessionStorage.getItem("lifecycle.token") || "";
-let session = "";
-let cursor = 0;
+const enc = encodeURIComponent;
 
-function claims(tok) {
+const TOKEN_KEY = "lifecycle.token";
+const SESSION_KEY = "lifecycle.session"; // admin tokens name no session
+const draftKey = (session) => "lifecycle.draft." + session;
+
+const SECTIONS = [
+  ["needs_attention", "Needs attention", "Nothing needs your attention."],
+  ["in_progress", "In progress", "Nothing is running."],
+  ["history", "History", "No ended branches yet."],
+];
+const INCOMPLETE = "Ended · response record incomplete";
+const CONTROL_LABELS = { pause: "Pause", continue: "Continue", step: "Step", steer: "Steer…", cancel: "Cancel", fork: "Fork", retry: "Retry" };
+const RECOVERY = { retry: "Retry in a new execution", fork: "Fork from the saved point", cancel: "Cancel the execution" };
+const COMMAND_TEXT = {
+  sending: "Sending…",
+  accepted: "accepted: saved, not applied yet",
+  applied: "applied",
+  rejected: "rejected",
+  failed: "refused",
+  unknown: "delivery unknown",
+};
+// A command's status only moves forward, whichever of the response and
+// its event arrives first.
+const RANK = { sending: 0, unknown: 0, failed: 0, accepted: 1, applied: 2, rejected: 2 };
+
+let generation = 0;
+let S = null; // the session on screen; replaced whole when it changes
+
+function live(s) {
+  return s === S && !s.abort.signal.aborted;
+}
+
+function isAbort(e) {
+  return e && (e.name === "AbortError" || (S && e === S.abort.signal.reason));
+}
+
+// ---- token and session ----------------------------------------------------
+
+function tokenFromFragment() {
+  const m = location.hash.match(/(?:^#|&)token=([^&]+)/);
+  if (!m) return "";
+  // The fragment holds a credential: drop it from the address bar and
+  // the history entry before anything else happens.
+  history.replaceState(null, "", location.pathname);
   try {
-    const part = tok.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-    return JSON.parse(atob(part));
+    return decodeURIComponent(m[1]);
   } catch (e) {
-    return null;
+    return "";
   }
 }
 
-async function api(method, path, body) {
-  const res = await fetch(path, {
-    method,
-    headers: Object.assign(
-      { "Authorization": "Bearer " + token, "X-Lifecycle-Origin": "ui" },
-      body ? { "Content-Type": "application/json" } : {}),
-    body: body ? JSON.stringify(body) : undefined,
+function boot() {
+  $("login-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    adopt($("token-input").value.trim());
+    $("token-input").value = "";
   });
-  const data = await res.json().catch(() => ({}));
-  if (!res.ok) {
-    const err = new Error((data.error && data.error.message) || res.statusText);
-    err.status = res.status;
-    err.body = data;
-    throw err;
-  }
-  return data;
+  $("forget").addEventListener("click", () => signOut(""));
+  $("session-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const id = $("session-input").value.trim();
+    if (!id || !S || !S.claims) return;
+    sessionStorage.setItem(SESSION_KEY, id);
+    openSession(S.token, S.claims, id);
+  });
+  $("notice-dismiss").addEventListener("click", () => { $("notice").hidden = true; });
+  const text = $("composer-text");
+  text.addEventListener("input", () => {
+    if (!S || !S.session) return;
+    sessionStorage.setItem(draftKey(S.session), text.value);
+    updateComposer(S);
+  });
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (S) sendSteer(S);
+  });
+  window.addEventListener("hashchange", () => {
+    const t = tokenFromFragment();
+    if (t) adopt(t);
+  });
+  const t = tokenFromFragment() || sessionStorage.getItem(TOKEN_KEY) || "";
+  if (t) adopt(t);
+  else showLogin("");
 }
 
-function el(tag, props, ...children) {
-  const n = document.createElement(tag);
-  Object.assign(n, props || {});
-  for (const c of children) n.append(c);
-  return n;
-}
-
-function status(msg, isError) {
-  $("status").textContent = msg || "";
-  $("status").className = isError ? "error" : "muted";
-}
-
-async function decide(ap, decision, buttons) {
-  buttons.forEach((b) => (b.disabled = true));
-  status((decision === "approve" ? "Approving " : "Declining ") + ap.tool + "…");
-  try {
-    await api("POST", "/v1/approvals/" + encodeURIComponent(ap.approval_id), { decision, digest: ap.args_digest });
-    status(decision === "approve" ? "Approved." : "Declined.");
-  } catch (e) {
-    if (e.status === 409 && e.body.error.current) {
-      status("Already " + e.body.error.current.status + ".", true);
-    } else {
-      status(e.message, true);
-      buttons.forEach((b) => (b.disabled = false));
-    }
-  }
-  await refresh();
-}
-
-function renderApprovals(list) {
-  const ul = $("approvals");
-  ul.replaceChildren();
-  $("pending-count").textContent = list.length ? String(list.length) : "";
-  $("no-approvals").hidden = list.length > 0;
-  for (const ap of list) {
-    const approve = el("button", { className: "approve", type: "button", textContent: "Approve" });
-    const decline = el("button", { className: "decline", type: "button", textContent: "Decline" });
-    approve.onclick = () => decide(ap, "approve", [approve, decline]);
-    decline.onclick = () => decide(ap, "decline", [approve, decline]);
-    ul.append(el("li", { className: "card", id: "approval-" + ap.approval_id },
-      el("h3", { textContent: ap.tool }),
-      el("div", { className: "meta", textContent: "Reason: " + ap.reason.source + " / " + ap.reason.code +
-        (ap.reason.detail ? " — " + ap.reason.detail : "") + " · policy " + ap.policy_version }),
-      el("pre", { textContent: JSON.stringify(ap.arguments, null, 2) }),
-      el("div", { className: "meta", textContent: "Execution " + ap.execution_id + " · expires " + new Date(ap.expires_at).toLocaleString() }),
-      el("div", { className: "actions" }, approve, decline)));
-  }
-}
-
-function renderActivity(act) {
-  const box = $("activity");
-  box.replaceChildren();
-  const names = { needs_attention: "Needs attention", in_progress: "In progress", history: "History" };
-  for (const key of ["needs_attention", "in_progress", "history"]) {
-    const rows = act[key] || [];
-    const sec = el("div", { className: "section" }, el("h3", { textContent: names[key] + " (" + rows.length + ")" }));
-    for (const r of rows) {
-      sec.append(el("div", { className: "row", textContent: r.heading + " · " + r.status + " · " +
-        r.execution_count + (r.execution_count === 1 ? " execution" : " executions") }));
-    }
-    box.append(sec);
-  }
-}
-
-async function refresh() {
-  try {
-    const [aps, act] = await Promise.all([
-      api("GET", "/v1/sessions/" + encodeURIComponent(session) + "/approvals"),
-      api("GET", "/v1/sessions/" + encodeURIComponent(session) + "/activity"),
-    ]);
-    renderApprovals(aps.approvals);
-    renderActivity(act);
-  } catch (e) {
-    if (e.status === 401) return signOut("The token was refused: " + e.message);
-    status(e.message, true);
-  }
-}
-
-// follow long-polls the session's event log and refreshes on every batch.
-async function follow() {
-  for (;;) {
-    if (!token) return;
-    try {
-      const batch = await api("GET", "/v1/sessions/" + encodeURIComponent(session) + "/events?wait=25&after=" + cursor);
-      if (batch.events.length) {
-        cursor = batch.next;
-        await refresh();
-      }
-    } catch (e) {
-      if (e.status === 401) return signOut("The token was refused: " + e.message);
-      await new Promise((r) => setTimeout(r, 3000));
-    }
-  }
+function adopt(token) {
+  const c = claims(token);
+  if (!c || !c.role) return showLogin("That is not a lifecycle token.");
+  if (typeof c.exp === "number" && c.exp * 1000 < Date.now()) return showLogin("The token has expired; ask for a new one.");
+  sessionStorage.setItem(TOKEN_KEY, token);
+  let session = c.sid || "";
+  if (!session && c.role === "admin") session = sessionStorage.getItem(SESSION_KEY) || "";
+  openSession(token, c, session);
 }
 
 function signOut(msg) {
-  token = "";
-  sessionStorage.removeItem("lifecycle.token");
-  start();
-  if (msg) alert(msg);
+  if (S) S.abort.abort();
+  S = null;
+  generation++;
+  sessionStorage.removeItem(TOKEN_KEY);
+  showLogin(msg);
 }
 
-async function start() {
-  const c = token ? claims(token) : null;
-  if (!c || !c.sid) {
-    $("login").hidden = false;
-    $("app").hidden = true;
-    $("who").textContent = "";
-    return;
-  }
-  session = c.sid;
-  $("who").textContent = c.sub + " · " + c.role + " · session " + session;
+function showLogin(msg) {
+  $("login").hidden = false;
+  $("app").hidden = true;
+  $("who").replaceChildren();
+  $("live").hidden = true;
+  $("forget").hidden = true;
+  $("login-message").textContent = msg || "";
+  $("login-message").hidden = !msg;
+}
+
+function unauthorized(s, e) {
+  if (!live(s)) return;
+  signOut("The server refused the token" + (e && e.message ? ": " + e.message : "."));
+}
+
+// openSession replaces everything session-scoped: cards, details, notices,
+// commands, the event cursor. Work still in flight for the previous
+// session finds itself no longer live and drops its answer.
+function openSession(token, c, session) {
+  if (S) S.abort.abort();
+  generation++;
+  S = {
+    gen: generation, token, claims: c, session, client: new Client(token), abort: new AbortController(),
+    activity: null, activityKey: "", detailsKey: "", selected: "", loaded: false,
+    execViews: new Map(), receipts: new Map(), commands: new Map(), cards: new Map(),
+    composerTarget: "", steer: null, armed: null,
+    timer: 0, refreshing: false, dirty: false, retryDelay: 500,
+    readNotice: false,
+  };
+  const s = S;
   $("login").hidden = true;
   $("app").hidden = false;
-  const head = await api("GET", "/v1/sessions/" + encodeURIComponent(session) + "/events?wait=0&limit=1000").catch(() => null);
-  if (head) cursor = head.next;
-  await refresh();
-  follow();
+  $("forget").hidden = false;
+  $("notice").hidden = true;
+  $("decisions").replaceChildren();
+  renderHeader(s);
+  const text = $("composer-text");
+  text.value = session ? sessionStorage.getItem(draftKey(session)) || "" : "";
+  $("composer-status").textContent = "";
+  renderActivity(s);
+  renderDetails(s);
+  updateComposer(s);
+  $("session-form").hidden = !(c.role === "admin" && !c.sid);
+  $("session-input").value = session;
+  if (!session) {
+    $("live").hidden = true;
+    return;
+  }
+  document.title = "Activity · " + session;
+  scheduleRefresh(s, 0);
+  follow({
+    client: s.client, session, after: 0, signal: s.abort.signal,
+    onEvent: (ev) => onEvent(s, ev),
+    onState: (st) => setLive(s, st),
+    onUnauthorized: () => unauthorized(s),
+  });
 }
 
-$("login-form").onsubmit = (e) => {
-  e.preventDefault();
-  token = $("token-input").value.trim();
-  sessionStorage.setItem("lifecycle.token", token);
-  start();
-};
-$("logout").onclick = () => signOut();
-
-// `lifecycle serve` can open /ui/#token=...; the fragment never reaches the server.
-const m = location.hash.match(/token=([^&]+)/);
-if (m) {
-  token = decodeURIComponent(m[1]);
-  sessionStorage.setItem("lifecycle.token", token);
-  history.replaceState(null, "", location.pathname);
+function canAct(s) {
+  return s.claims.role === "human" || s.claims.role === "admin";
 }
-start();
+
+function renderHeader(s) {
+  const c = s.claims;
+  const exp = typeof c.exp === "number" ? new Date(c.exp * 1000) : null;
+  $("who").replaceChildren(
+    h("span", { class: "session-id" }, "Session ", h("code", { text: s.session || "—" })),
+    h("span", { class: "subject", text: (c.sub || "unknown") + " · " + c.role }),
+    exp ? h("span", { class: "muted", text: "token until " + exp.toLocaleTimeString() }) : null);
+}
+
+function setLive(s, state) {
+  if (!live(s)) return;
+  const el = $("live");
+  el.hidden = false;
+  const was = el.dataset.state;
+  el.dataset.state = state;
+  el.textContent = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" }[state] || state;
+  // Back after a gap: events may have been missed while the read was
+  // down only if the cursor was lost, but re-reading is cheap and exact.
+  if (state === "live" && was === "reconnecting") scheduleRefresh(s, 0);
+}
+
+// notice shows a confirmed failure of the session on screen, never one
+// that belongs to a previous session.
+function notice(s, text) {
+  if (!live(s)) return;
+  $("notice-text").textContent = text;
+  $("notice").hidden = false;
+}
+
+function clearNotice(s) {
+  if (live(s)) $("notice").hidden = true;
+}
+
+// ---- reading --------------------------------------------------------------
+
+function onEvent(s, ev) {
+  if (!live(s)) return;
+  if (ev.type && ev.type.startsWith("command.") && ev.data && ev.data.command_id) {
+    const cmd = s.commands.get(ev.data.command_id);
+    if (cmd) {
+      advance(cmd, ev.data.status, ev.data.reason);
+      renderDetails(s);
+      updateComposer(s);
+    }
+  }
+  scheduleRefresh(s);
+}
+
+function scheduleRefresh(s, ms) {
+  if (!live(s) || s.timer) return;
+  s.timer = setTimeout(() => {
+    s.timer = 0;
+    refresh(s);
+  }, ms === undefined ? 120 : ms);
+}
+
+function get(s, path) {
+  return s.client.request("GET", path, undefined, { signal: s.abort.signal }).then((r) => r.data);
+}
+
+async function refresh(s) {
+  if (!live(s)) return;
+  if (s.refreshing) {
+    s.dirty = true;
+    return;
+  }
+  s.refreshing = true;
+  try {
+    const base = "/v1/sessions/" + enc(s.session);
+    const [aps, act] = await Promise.all([get(s, base + "/approvals"), get(s, base + "/activity")]);
+    if (!live(s)) return;
+    s.loaded = true;
+    s.retryDelay = 500;
+    if (s.readNotice) {
+      s.readNotice = false;
+      clearNotice(s);
+    }
+    applyApprovals(s, aps.approvals || []);
+    s.activity = act;
+    renderActivity(s);
+    await loadDetails(s);
+    if (!live(s)) return;
+    renderDetails(s);
+    updateComposer(s);
+  } catch (e) {
+    if (!live(s) || isAbort(e)) return;
+    if (e instanceof HttpError && e.status === 401) return unauthorized(s, e);
+    if (e instanceof HttpError) {
+      s.readNotice = true;
+      notice(s, "Could not read this session (" + e.status + " " + (e.code || "") + "): " + e.message +
+        ". The records on screen are kept; retrying.");
+    }
+    // Unconfirmed (no answer): retry quietly; the records stay.
+    const d = s.retryDelay;
+    s.retryDelay = Math.min(d * 2, 15000);
+    scheduleRefresh(s, d);
+  } finally {
+    s.refreshing = false;
+    if (s.dirty && live(s)) {
+      s.dirty = false;
+      scheduleRefresh(s, 0);
+    }
+  }
+}
+
+function allRows(s) {
+  const a = s.activity;
+  return a ? [...a.needs_attention, ...a.in_progress, ...a.history] : [];
+}
+
+function selectedRow(s) {
+  return allRows(s).find((r) => r.branch_id === s.selected) || null;
+}
+
+// loadDetails reads what the selected branch's rows need beyond Activity:
+// each own execution's version and advertised controls, and the receipts
+// of unknown outcomes (what to check). A failed read keeps what was read
+// before; an execution never read offers no control.
+async function loadDetails(s) {
+  const row = selectedRow(s);
+  if (!row) return;
+  const own = row.executions.filter((e) => !e.shared);
+  const reads = own.map((e) => get(s, "/v1/executions/" + enc(e.execution_id)).then((v) => s.execViews.set(e.execution_id, v)));
+  for (const e of row.executions) {
+    for (const a of e.actions) {
+      if (a.states && a.states.outcome === "unknown" && !s.receipts.has(a.action_id)) {
+        reads.push(get(s, "/v1/actions/" + enc(a.action_id)).then((v) => { if (v.receipt) s.receipts.set(a.action_id, v.receipt); }));
+      }
+    }
+  }
+  const res = await Promise.allSettled(reads);
+  for (const r of res) {
+    if (r.status === "rejected" && r.reason instanceof HttpError && r.reason.status === 401) throw r.reason;
+  }
+  if (!s.composerTarget) {
+    for (let i = own.length - 1; i >= 0; i--) {
+      const v = s.execViews.get(own[i].execution_id);
+      if (v && v.controls.includes("steer")) {
+        s.composerTarget = own[i].execution_id;
+        break;
+      }
+    }
+  }
+}
+
+// ---- decision panels ------------------------------------------------------
+
+function applyApprovals(s, list) {
+  const box = $("decisions");
+  const pending = new Set();
+  list.sort((a, b) => String(a.created_at).localeCompare(String(b.created_at)));
+  for (const ap of list) {
+    if (ap.status !== "pending" || ap.session_id !== s.session) continue;
+    pending.add(ap.approval_id);
+    if (s.cards.has(ap.approval_id)) continue;
+    const card = new DecisionCard(ap, {
+      client: s.client,
+      subject: s.claims.sub,
+      canDecide: canAct(s),
+      live: () => live(s),
+      onSettled: (c) => {
+        if (!live(s)) return;
+        if (c.state === "failed" || c.state === "refused") {
+          // A confirmed failure of this session's request: the card says
+          // what happened; the notice makes sure it is seen.
+          notice(s, "Your answer to " + c.ap.tool + " was not applied: " + c.statusEl.textContent);
+        }
+        scheduleRefresh(s, 0);
+      },
+      onDismiss: (c) => {
+        c.el.remove();
+        s.cards.delete(c.id);
+        updateDecisionsHeading(s);
+      },
+    });
+    s.cards.set(ap.approval_id, card);
+    box.append(card.el); // never focused: the composer keeps focus
+  }
+  for (const [id, card] of s.cards) {
+    if (!pending.has(id) && card.closed()) {
+      card.el.remove();
+      s.cards.delete(id);
+    }
+  }
+  updateDecisionsHeading(s);
+}
+
+function updateDecisionsHeading(s) {
+  const n = [...s.cards.values()].filter((c) => c.state === "pending").length;
+  $("decisions").setAttribute("aria-label", n ? plural(n, "decision", "decisions") + " waiting for you" : "Decisions");
+  $("decisions").hidden = s.cards.size === 0;
+}
+
+// ---- Activity -------------------------------------------------------------
+
+// keepFocus re-renders a container and puts the focus back on the element
+// with the same data-focus-key, so a live update never steals it.
+function keepFocus(box, render) {
+  const a = document.activeElement;
+  const key = a && box.contains(a) ? a.dataset.focusKey : "";
+  render();
+  if (key) {
+    const again = box.querySelector('[data-focus-key="' + CSS.escape(key) + '"]');
+    if (again) again.focus();
+  }
+}
+
+function renderActivity(s) {
+  const key = JSON.stringify([s.activity, s.selected, s.loaded]);
+  if (key === s.activityKey) return;
+  s.activityKey = key;
+  const box = $("activity");
+  keepFocus(box, () => {
+    box.replaceChildren(...SECTIONS.map(([name, title, empty]) => {
+      const rows = s.activity ? s.activity[name] || [] : [];
+      const count = s.activity ? s.activity.counts[name] : null;
+      return h("section", { class: "section", "data-section": name, "aria-labelledby": "h-" + name },
+        h("h2", { id: "h-" + name }, title, " ", h("span", { class: "count", "data-count": count === null ? "" : count, text: count === null ? "" : String(count) })),
+        !s.loaded ? h("p", { class: "muted", text: s.session ? "Loading…" : "Choose a session." })
+          : rows.length === 0 ? h("p", { class: "muted empty", text: empty })
+            : h("ul", { class: "rows" }, rows.map((r) => branchRow(s, r))));
+    }));
+  });
+}
+
+function branchRow(s, r) {
+  const incomplete = r.status === INCOMPLETE;
+  return h("li", {},
+    h("button", {
+      type: "button", class: "branch" + (incomplete ? " incomplete" : ""), "data-branch-id": r.branch_id,
+      "data-execution-ids": r.executions.map((e) => e.execution_id).join(" "), "data-focus-key": "branch:" + r.branch_id,
+      "aria-current": r.branch_id === s.selected ? "true" : null, "aria-controls": "details",
+      title: incomplete ? "The owner ended; only the model response record is missing. This does not claim success." : null,
+      onclick: () => select(s, r.branch_id),
+    },
+    h("span", { class: "heading", text: r.heading }),
+    h("span", { class: "status", "data-status": r.status, text: r.status }),
+    h("span", { class: "meta", text: plural(r.execution_count, "execution", "executions") + " · " + time(r.updated_at) })));
+}
+
+function select(s, branch) {
+  if (!live(s)) return;
+  if (s.selected !== branch) s.composerTarget = "";
+  s.selected = branch;
+  renderActivity(s);
+  renderDetails(s);
+  loadDetails(s).then(() => {
+    if (!live(s)) return;
+    renderDetails(s);
+    updateComposer(s);
+  }, () => {});
+}
+
+// ---- branch details ---------------------------------------------------------
+
+function renderDetails(s) {
+  const row = selectedRow(s);
+  const own = row ? row.executions.map((e) => e.execution_id) : [];
+  const key = JSON.stringify([s.selected, row, own.map((id) => s.execViews.get(id) || null),
+    [...s.commands.values()].filter((c) => own.includes(c.exec)), [...s.receipts.entries()], s.composerTarget, s.armed,
+    own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id))]);
+  if (key === s.detailsKey) return;
+  s.detailsKey = key;
+  const box = $("details");
+  keepFocus(box, () => {
+    if (!s.selected) {
+      box.replaceChildren(h("p", { class: "muted placeholder", text: "Select a branch to see its executions." }));
+      return;
+    }
+    if (!row) {
+      box.replaceChildren(h("p", { class: "muted placeholder", text: s.loaded ? "This branch is no longer listed." : "Loading…" }));
+      return;
+    }
+    box.replaceChildren(...[
+      h("header", { class: "details-head" },
+        h("h2", { id: "details-title", text: row.heading }),
+        h("span", { class: "count exec-count", text: plural(row.execution_count, "execution", "executions") }),
+        h("span", { class: "status", "data-status": row.status, text: row.status })),
+      row.status === INCOMPLETE ? h("p", { class: "note", text: "The owner ended; only the model response record is missing. No wait or control is pending. This does not claim success." }) : null,
+      h("ol", { class: "executions", "aria-labelledby": "details-title" }, row.executions.map((e) => executionItem(s, e))),
+    ].filter(Boolean));
+  });
+}
+
+function executionItem(s, e) {
+  const v = e.shared ? null : s.execViews.get(e.execution_id);
+  return h("li", { class: "execution", "data-execution-id": e.execution_id, "data-status": e.status },
+    h("div", { class: "exec-head" },
+      h("span", { class: "badge exec-label", "data-label": e.label, text: e.label }),
+      h("span", { class: "exec-id", title: e.execution_id, text: (e.kind || "execution") + " " + short(e.execution_id) }),
+      e.shared ? h("span", { class: "badge shared", title: "An earlier execution of the branch this one forked from", text: "shared" }) : null,
+      s.composerTarget === e.execution_id ? h("span", { class: "badge target", text: "composer target" }) : null,
+      h("time", { datetime: e.created_at, class: "muted", text: time(e.created_at) })),
+    e.actions.length ? h("ul", { class: "actions" }, e.actions.map((a) => actionItem(s, e, v, a))) : h("p", { class: "muted", text: "No tool calls yet." }),
+    v ? controlsBar(s, e, v) : null,
+    commandList(s, e.execution_id));
+}
+
+function badge(kind, value) {
+  return h("span", { class: "badge state " + kind, "data-kind": kind, "data-value": value, text: kind + ": " + value });
+}
+
+function actionItem(s, e, v, a) {
+  const st = a.states || {};
+  const card = a.approval_id ? s.cards.get(a.approval_id) : null;
+  return h("li", { class: "action", "data-action-id": a.action_id, "data-label": a.label },
+    h("div", { class: "action-head" },
+      h("code", { class: "tool", text: a.tool }),
+      h("span", { class: "action-label label-" + a.label.toLowerCase().replace(/[^a-z]+/g, "-"), text: a.label }),
+      a.reason ? h("span", { class: "muted reason", text: "reason: " + a.reason }) : null),
+    h("div", { class: "badges", role: "group", "aria-label": "States of " + a.tool },
+      badge("permission", st.permission || "undecided"),
+      badge("outcome", st.outcome || "open"),
+      badge("delivery", st.delivery || "pending")),
+    card && card.state === "pending" ? h("button", { type: "button", class: "link", "data-focus-key": "answer:" + a.action_id,
+      text: "Answer in the decision panel", onclick: () => card.el.scrollIntoView({ block: "nearest" }) }) : null,
+    st.outcome === "unknown" ? reconcile(s, e, v, a) : null);
+}
+
+function reconcile(s, e, v, a) {
+  const rc = s.receipts.get(a.action_id);
+  const acts = v ? v.controls.filter((c) => c in RECOVERY) : [];
+  return h("div", { class: "reconcile", role: "group", "aria-label": "Reconciliation required for " + a.tool },
+    h("strong", { text: "Reconciliation required" }),
+    h("p", { text: rc && rc.reconciliation ? rc.reconciliation
+      : "The operation may have started; check its effects. It is never re-dispatched automatically." }),
+    rc && rc.error_code ? h("p", { class: "muted", text: "Evidence: " + rc.error_code + (rc.error ? " — " + rc.error : "") }) : null,
+    !v ? null // not read yet: offer nothing rather than guess
+      : acts.length
+      ? h("div", { class: "recovery" }, acts.map((c) => h("button", { type: "button", class: "recovery-action", "data-control": c,
+        "data-focus-key": "rec:" + e.execution_id + ":" + c, disabled: !canAct(s), onclick: () => control(s, e.execution_id, c) }, RECOVERY[c])))
+      : h("p", { class: "muted", text: "This execution advertises no recovery control now." }));
+}
+
+function controlsBar(s, e, v) {
+  if (!v.controls.length) return h("p", { class: "muted controls-none", text: "No controls are available for this execution now." });
+  return h("div", { class: "controls", role: "group", "aria-label": "Controls of execution " + short(e.execution_id) },
+    v.controls.map((c) => {
+      const armed = c === "cancel" && s.armed && s.armed.exec === e.execution_id && s.armed.until > Date.now();
+      return h("button", {
+        type: "button", class: "control" + (armed ? " armed" : ""), "data-control": c, "data-focus-key": "ctl:" + e.execution_id + ":" + c,
+        "aria-label": (armed ? "Confirm cancel" : (CONTROL_LABELS[c] || c).replace("…", "")) + " execution " + short(e.execution_id),
+        disabled: !canAct(s), title: canAct(s) ? null : "Only the session's human owner can control executions",
+        onclick: () => control(s, e.execution_id, c),
+      }, armed ? "Confirm cancel" : CONTROL_LABELS[c] || c);
+    }));
+}
+
+function commandList(s, exec) {
+  const cmds = [...s.commands.values()].filter((c) => c.exec === exec).slice(-5);
+  if (!cmds.length) return null;
+  return h("ul", { class: "commands", "aria-label": "Commands sent" }, cmds.map((c) =>
+    h("li", { class: "command", "data-command-id": c.id, "data-type": c.type, "data-status": c.status },
+      h("span", { text: (CONTROL_LABELS[c.type] || c.type).replace("…", "") + ": " }),
+      h("span", { class: "command-status " + (c.status === "failed" || c.status === "rejected" ? "error" : ""),
+        text: COMMAND_TEXT[c.status] + (c.reason ? " (" + c.reason + ")" : "") + (c.child ? " → execution " + short(c.child) : "") }),
+      c.status === "unknown" ? h("button", { type: "button", class: "link", "data-focus-key": "retry:" + c.id, text: "Retry the same command",
+        onclick: () => sendCommand(s, c) }) : null)));
+}
+
+// ---- controls ---------------------------------------------------------------
+
+function control(s, exec, type) {
+  if (!live(s) || !canAct(s)) return;
+  if (type === "steer") {
+    s.composerTarget = exec;
+    renderDetails(s);
+    updateComposer(s);
+    $("composer-text").focus(); // the owner asked for it
+    return;
+  }
+  if (type === "cancel" && !(s.armed && s.armed.exec === exec && s.armed.until > Date.now())) {
+    // Cancelling cannot be undone: ask once more, in place.
+    s.armed = { exec, until: Date.now() + 5000 };
+    renderDetails(s);
+    setTimeout(() => { if (live(s) && s.armed && s.armed.exec === exec) { s.armed = null; renderDetails(s); } }, 5100);
+    return;
+  }
+  s.armed = null;
+  const cmd = newCommand(s, exec, type);
+  if (cmd) sendCommand(s, cmd);
+}
+
+function newCommand(s, exec, type, payload) {
+  const v = s.execViews.get(exec);
+  if (!v || !v.controls.includes(type)) return null; // only what it advertises
+  const cmd = { id: newID("cmd"), exec, type, expected: v.execution.version, payload, status: "sending", reason: "", child: "" };
+  s.commands.set(cmd.id, cmd);
+  return cmd;
+}
+
+function advance(cmd, status, reason) {
+  if (!(status in RANK)) return;
+  if (RANK[status] < RANK[cmd.status] && cmd.status !== "unknown") return;
+  cmd.status = status;
+  if (reason) cmd.reason = reason;
+}
+
+// sendCommand sends (or, after an unknown delivery, re-sends) one command:
+// the same command_id, expected_version and payload every time, so the
+// command service applies it at most once.
+async function sendCommand(s, cmd) {
+  cmd.status = "sending";
+  cmd.reason = "";
+  renderDetails(s);
+  updateComposer(s);
+  const body = { command_id: cmd.id, type: cmd.type, expected_version: cmd.expected };
+  if (cmd.payload) body.payload = cmd.payload;
+  try {
+    const { data } = await s.client.request("POST", "/v1/executions/" + enc(cmd.exec) + "/commands", body, { signal: s.abort.signal });
+    if (!live(s)) return;
+    advance(cmd, data.status, data.reason);
+    if (data.child_execution_id) cmd.child = data.child_execution_id;
+  } catch (e) {
+    if (!live(s) || isAbort(e)) return;
+    if (e instanceof HttpError && e.status === 401) return unauthorized(s, e);
+    if (e instanceof HttpError && e.status < 500) {
+      cmd.status = "failed";
+      cmd.reason = e.status === 409 && /version/.test(e.code) ? "the execution changed since you saw it; its controls were refreshed" : e.message;
+      notice(s, (CONTROL_LABELS[cmd.type] || cmd.type).replace("…", "") + " was refused: " + cmd.reason + ".");
+    } else {
+      cmd.status = "unknown";
+    }
+  }
+  renderDetails(s);
+  updateComposer(s);
+  scheduleRefresh(s, 0);
+}
+
+// ---- composer ---------------------------------------------------------------
+
+function updateComposer(s) {
+  if (!live(s)) return;
+  const target = s.composerTarget;
+  const v = target ? s.execViews.get(target) : null;
+  const steerable = !!(v && v.controls.includes("steer"));
+  $("composer-target").textContent = steerable
+    ? "Steer → execution " + short(target)
+    : "Steer: choose an execution's Steer control to send it instructions.";
+  const text = $("composer-text").value.trim();
+  const busy = s.steer && s.steer.cmd.status === "sending";
+  $("composer-send").disabled = !steerable || !text || !canAct(s) || busy;
+  const st = s.steer ? s.steer.cmd : null;
+  const out = $("composer-status");
+  if (!st) {
+    out.textContent = "";
+    out.dataset.status = "";
+    return;
+  }
+  out.dataset.status = st.status;
+  out.textContent = "Steer " + COMMAND_TEXT[st.status] + (st.reason ? " (" + st.reason + ")" : "") +
+    (st.status === "unknown" ? ": Send repeats the same command." : "");
+  if ((st.status === "accepted" || st.status === "applied") && !s.steer.cleared) {
+    s.steer.cleared = true;
+    const box = $("composer-text");
+    if (box.value.trim() === s.steer.text) {
+      box.value = "";
+      sessionStorage.removeItem(draftKey(s.session));
+      $("composer-send").disabled = true;
+    }
+  }
+}
+
+function sendSteer(s) {
+  const text = $("composer-text").value.trim();
+  const target = s.composerTarget;
+  if (!text || !target || !canAct(s)) return;
+  let cmd;
+  if (s.steer && s.steer.cmd.status === "unknown" && s.steer.text === text && s.steer.cmd.exec === target) {
+    cmd = s.steer.cmd; // the same command again: applied at most once
+  } else {
+    cmd = newCommand(s, target, "steer", { instructions: text });
+    if (!cmd) return;
+    s.steer = { cmd, text, cleared: false };
+  }
+  sendCommand(s, cmd);
+}
+
+boot();
