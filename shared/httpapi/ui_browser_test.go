@@ -33,8 +33,8 @@ type page struct {
 }
 
 // openPage opens url in a new browser context and fails the test if the
-// page throws an uncaught exception or leaves a promise rejection
-// unhandled.
+// page throws an uncaught exception, leaves a promise rejection unhandled
+// or breaks the Content-Security-Policy.
 func openPage(t *testing.T, browser context.Context, name, url string) *page {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
@@ -46,7 +46,9 @@ func openPage(t *testing.T, browser context.Context, name, url string) *page {
 			if err != nil {
 				return
 			}
-			if m.Type == chromedp.ConsoleException {
+			// An uncaught exception, an unhandled rejection, or anything the
+			// Content-Security-Policy refused (the UI needs no inline code).
+			if m.Type == chromedp.ConsoleException || strings.Contains(m.Text, "Content Security Policy") {
 				p.mu.Lock()
 				p.exceptions = append(p.exceptions, m.String())
 				p.mu.Unlock()
@@ -57,7 +59,7 @@ func openPage(t *testing.T, browser context.Context, name, url string) *page {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, e := range p.exceptions {
-			t.Errorf("%s: uncaught in the page: %s", name, e)
+			t.Errorf("%s: the page reported: %s", name, e)
 		}
 	})
 	p.do(chromedp.Navigate(url))
@@ -290,7 +292,9 @@ func TestUI(t *testing.T) {
 		}
 
 		p.click(card(v.ActionID) + " button.dismiss")
-		p.click(branchOf(v.ExecutionID))
+		// The row moves to In progress once the page has read the outcome;
+		// click it where it stays.
+		p.click(`.section[data-section="in_progress"] ` + strings.TrimPrefix(branchOf(v.ExecutionID), "#activity "))
 		p.wait(execRow(v.ExecutionID) + ` .action[data-action-id="` + string(v.ActionID) + `"][data-label="Succeeded"] .badge[data-kind="outcome"][data-value="succeeded"]`)
 		if got := p.text("#details .details-head"); !strings.Contains(got, "1 execution") || !strings.Contains(got, "Branch") {
 			p.fail("the details heading reads %q", got)
@@ -339,6 +343,9 @@ func TestUI(t *testing.T) {
 			t.Fatalf("the execution's steering is %q", steering)
 		}
 		p.noNotice()
+		if leaked := eval[[]string](p, `performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes(`+jsString(human)+`))`); len(leaked) > 0 {
+			p.fail("the token went into request URLs: %v", leaked)
+		}
 		p.shot("5-steered")
 	})
 
@@ -350,11 +357,24 @@ func TestUI(t *testing.T) {
 		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
 		p.ready()
 		v := s.submit(agent, session, "k1", submitBody("risky", `{"command":"rm -rf build"}`, "c1"))
+		other := s.submit(agent, session, "k2", submitBody("risky", `{"command":"rm -rf cache"}`, "c2"))
+		p.wait(card(v.ActionID))
+		p.wait(card(other.ActionID))
 		p.click(card(v.ActionID) + ` button[data-decision="decline"]`)
 		p.wait(card(v.ActionID) + `[data-state="answered"]`)
 		if got := p.text(card(v.ActionID) + " .card-status"); !strings.Contains(got, "Declined · applied") || strings.Contains(got, "Approved") {
 			p.fail("the receipt reads %q", got)
 		}
+		// The other request is its own card, still waiting, untouched.
+		if st := eval[string](p, `document.querySelector(`+jsString(card(other.ActionID))+`).dataset.state`); st != "pending" {
+			p.fail("the other card is %q", st)
+		}
+		if eval[bool](p, `document.querySelector(`+jsString(card(other.ActionID)+" .answer")+`).hidden`) == false {
+			p.fail("the other card shows an answer")
+		}
+		p.shot("two-cards")
+		p.click(card(other.ActionID) + ` button[data-decision="decline"]`)
+		p.wait(card(other.ActionID) + `[data-state="answered"]`)
 		done := s.waitAction(agent, v.ActionID)
 		if done.States.Outcome != lifecycle.OutcomeNotStarted || done.Approval.Status != actionflow.ApprovalDeclinedSt {
 			t.Fatalf("after Decline: %+v, approval %s", done.States, done.Approval.Status)
@@ -362,10 +382,49 @@ func TestUI(t *testing.T) {
 		if n := s.exec.calls.Load(); n != 0 {
 			t.Fatalf("a declined operation ran (%d calls)", n)
 		}
-		p.click(branchOf(v.ExecutionID))
+		p.click(`.section[data-section="in_progress"] ` + strings.TrimPrefix(branchOf(v.ExecutionID), "#activity "))
 		p.wait(execRow(v.ExecutionID) + ` .action[data-action-id="` + string(v.ActionID) + `"][data-label="Declined"] .badge[data-kind="outcome"][data-value="not_started"]`)
 		p.noNotice()
 		p.shot("declined")
+	})
+
+	// The owner cancels an execution (Cancel asks once more in place);
+	// the owner ended and only the model response record is missing: the
+	// branch is History, "Ended · response record incomplete", claiming no
+	// success.
+	t.Run("ended with the response record incomplete", func(t *testing.T) {
+		s := newUIStack(t)
+		const session = "ses_ended"
+		human, agent := s.token(auth.RoleHuman, session), s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("noop", `{}`, "c1"))
+		s.waitAction(agent, v.ActionID)
+		s.noResponseRecord.Store(v.ExecutionID, true)
+		p.click(`.section[data-section="in_progress"] ` + strings.TrimPrefix(branchOf(v.ExecutionID), "#activity "))
+		cancel := execRow(v.ExecutionID) + ` .controls button[data-control="cancel"]`
+		p.click(cancel)
+		p.wait(cancel + ".armed")
+		if n := eval[int](p, `document.querySelectorAll(`+jsString(execRow(v.ExecutionID)+" .command")+`).length`); n != 0 {
+			p.fail("the first click on Cancel sent a command")
+		}
+		p.click(cancel)
+		p.wait(execRow(v.ExecutionID) + ` .command[data-type="cancel"][data-status="applied"]`)
+		if st := s.execution(human, v.ExecutionID).Execution.Status; st != actionflow.ExecCancelled {
+			t.Fatalf("after Cancel the execution is %s", st)
+		}
+		row := `.section[data-section="history"] ` + strings.TrimPrefix(branchOf(v.ExecutionID), "#activity ")
+		p.waitJS("the History row", `(document.querySelector(`+jsString(row+" .status")+`) || {}).textContent === "Ended · response record incomplete"`)
+		if got := p.text("#details"); !strings.Contains(got, "does not claim success") || strings.Contains(got, "Completed") {
+			p.fail("the details read %q", got)
+		}
+		// Cancelled: nothing but Fork and Retry is advertised, and offered.
+		got := eval[[]string](p, `[...document.querySelectorAll('`+execRow(v.ExecutionID)+` .controls button')].map(b => b.dataset.control)`)
+		if want := s.execution(human, v.ExecutionID).Controls; !slices.Equal(got, want) {
+			p.fail("the page offers %v; the execution advertises %v", got, want)
+		}
+		p.noNotice()
+		p.shot("incomplete")
 	})
 
 	// A second owner's page (another session's token) never sees the first

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,11 +18,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/activity"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/control"
 	"github.com/openprogram/lifecycle/shared/embedded"
 	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
@@ -87,6 +90,20 @@ type uiStack struct {
 	// channel closes, then is served; its status goes to held.
 	holdDecision atomic.Pointer[chan struct{}]
 	held         chan int
+	// noResponseRecord: executions whose model response record is
+	// missing (what the model loop would report through FactSource).
+	noResponseRecord sync.Map
+}
+
+// Facts reports the missing response records (httpapi.FactSource).
+func (s *uiStack) Facts(_ context.Context, _ ids.SessionID, recs actionflow.SessionRecords) (map[ids.ExecutionID]activity.Facts, error) {
+	out := map[ids.ExecutionID]activity.Facts{}
+	for _, e := range recs.Executions {
+		if _, ok := s.noResponseRecord.Load(e.ExecutionID); ok {
+			out[e.ExecutionID] = activity.Facts{ResponseRecordMissing: true}
+		}
+	}
+	return out, nil
 }
 
 func newUIStack(t *testing.T) *uiStack {
@@ -110,7 +127,7 @@ func newUIStack(t *testing.T) *uiStack {
 	}
 	s := &uiStack{ctl: es.Control, unknown: unknown, dropped: make(chan int, 1), held: make(chan int, 1)}
 	issuer := newIssuer(t)
-	h, err := httpapi.New(httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: controlAPI{es.Control},
+	h, err := httpapi.New(httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: controlAPI{es.Control}, Facts: s,
 		Wake: es.Bus, PollInterval: 50 * time.Millisecond, Heartbeat: time.Second, MaxWait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -498,7 +498,7 @@ function executionItem(s, e) {
       h("span", { class: "badge exec-label", "data-label": e.label, text: e.label }),
       h("span", { class: "exec-id", title: e.execution_id, text: (e.kind || "execution") + " " + short(e.execution_id) }),
       e.shared ? h("span", { class: "badge shared", title: "An earlier execution of the branch this one forked from", text: "shared" }) : null,
-      s.composerTarget === e.execution_id ? h("span", { class: "badge target", text: "composer target" }) : null,
+      s.composerTarget === e.execution_id && v && v.controls.includes("steer") ? h("span", { class: "badge target", text: "composer target" }) : null,
       h("time", { datetime: e.created_at, class: "muted", text: time(e.created_at) })),
     e.actions.length ? h("ul", { class: "actions" }, e.actions.map((a) => actionItem(s, e, v, a))) : h("p", { class: "muted", text: "No tool calls yet." }),
     v ? controlsBar(s, e, v) : null,
