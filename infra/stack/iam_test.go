@@ -263,6 +263,7 @@ func TestIAMPerFunction(t *testing.T) {
 				grants([]string{"states:StartExecution"}, sm, alias),
 				grants([]string{"states:DescribeExecution", "states:StopExecution"}, executions),
 				grants([]string{"events:PutEvents"}, bus),
+				grants([]string{"states:SendTaskSuccess", "states:SendTaskFailure"}, "*"),
 				grants([]string{"sqs:SendMessage"}, dlq)),
 		}
 		if s.cfg.Reviewer == stack.ReviewerBedrock {

@@ -152,6 +152,9 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	fns[FnRecover].role.AddToPrincipalPolicy(statement(
 		[]string{"states:DescribeExecution", "states:StopExecution"}, machine.executionsARN))
 	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"events:PutEvents"}, bus.EventBusArn()))
+	// The sweeper re-sends approval decisions and host results whose
+	// SendTask* was lost, and fails the waits of a cancelled execution.
+	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"states:SendTaskSuccess", "states:SendTaskFailure"}, jsii.String("*")))
 
 	api := newHTTPAPI(st, cfg, fns[FnAPI].fn, issuer, audience)
 	newRecoverRules(st, fns[FnRecover].fn, machine.sm, dlq)

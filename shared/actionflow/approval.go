@@ -44,6 +44,11 @@ func (s *Service) awaitApproval(ctx context.Context, in StepInput) (AwaitOutput,
 	if a.States.Permission != lifecycle.PermissionAsk || a.Decision == nil {
 		return AwaitOutput{}, &PermanentError{Code: "not_asking", Msg: "permission is " + string(a.States.Permission)}
 	}
+	if a.Closed != nil {
+		// Cancelled before its wait was stored: no wait is published, and the
+		// state machine records not_started through its Catch.
+		return AwaitOutput{}, &PermanentError{Code: "closed", Msg: "the action was closed (" + a.Closed.Reason + ")"}
+	}
 	prev, err := s.getApproval(ctx, a.ActionID)
 	expected := int64(0)
 	switch {
@@ -71,6 +76,16 @@ func (s *Service) awaitApproval(ctx context.Context, in StepInput) (AwaitOutput,
 	if _, err := s.appendEvent(ctx, Event{Type: "approval.requested", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
 		s.ApprovalView(ap)); err != nil {
 		return AwaitOutput{}, err
+	}
+	// A cancellation closes the action, then cancels the pending wait it
+	// finds; this step stores the wait, then looks for the closure. Each
+	// writes before it reads the other's item, so at least one of them sees
+	// the other and no wait of a cancelled execution is left pending.
+	if cur, err := s.getAction(ctx, a.ActionID); err == nil && cur.Closed != nil {
+		if err := s.cancelWait(ctx, ap, cur.Closed.Reason); err != nil {
+			return AwaitOutput{}, err
+		}
+		return AwaitOutput{ApprovalID: ap.ApprovalID, Status: ApprovalCancelled}, nil
 	}
 	return AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/openprogram/lifecycle/shared/identity"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store"
 )
@@ -114,15 +115,22 @@ func (s *Service) route(tool string) (string, bool) {
 	return kind, ok
 }
 
+// decideInitial admits an action into its execution, then decides it.
+//
+// Execution control gates admission here, before anything is published:
+// a cancelled (or cancelling) execution admits nothing; a paused one admits
+// nothing new, and says how to continue (the model sees a precise
+// not_started reason, never a completed task). A Step admits exactly one
+// action and pauses the execution again. Pause does not gate revalidation:
+// an action admitted before the pause that a human then approves is the
+// "current action" that may finish (cancellation does gate it).
 func (s *Service) decideInitial(ctx context.Context, a Action) (Decision, error) {
 	exe, err := s.GetExecution(ctx, a.ExecutionID)
 	if err != nil {
 		return Decision{}, err
 	}
-	if exe.Status == ExecCancelled || exe.Status == ExecCancelling {
-		return Decision{Permission: lifecycle.PermissionDeny,
-			Reason:     Reason{Source: "execution_control", Code: "execution_cancelled", Detail: "the execution was cancelled"},
-			Resolution: "start a new execution (Retry or Fork)"}, nil
+	if d, stop := controlDecision(exe, a.ActionID); stop {
+		return d, nil
 	}
 	d, err := s.cfg.Decider.Decide(ctx, a)
 	if err != nil {
@@ -145,7 +153,79 @@ func (s *Service) decideInitial(ctx context.Context, a Action) (Decision, error)
 				Detail: fmt.Sprintf("the same operation already failed %d time(s) with %s under policy %s", e.Count, e.ErrorCode, d.PolicyVersion)},
 			Resolution: "change the execution-relevant arguments or the conditions (files, policy) before trying again"}, nil
 	}
+	if exe.StepBudget == 0 && exe.StepAdmitted != a.ActionID {
+		return d, nil
+	}
+	// A denied action is not a step: only an admitted one consumes the budget.
+	if cd, stop, err := s.admitStep(ctx, a); err != nil || stop {
+		return cd, err
+	}
 	return d, nil
+}
+
+// controlDecision is the execution-control refusal of a new action, if any.
+func controlDecision(exe Execution, action ids.ActionID) (Decision, bool) {
+	switch {
+	case exe.Status == ExecCancelled || exe.Status == ExecCancelling:
+		return Decision{Permission: lifecycle.PermissionDeny,
+			Reason:     Reason{Source: "execution_control", Code: "execution_cancelled", Detail: "the execution was cancelled"},
+			Resolution: "start a new execution (Retry or Fork)"}, true
+	case exe.Status == ExecPaused && exe.StepAdmitted != action:
+		detail := "the execution is paused"
+		if exe.PauseOwner != "" {
+			detail += " (" + exe.PauseOwner
+			if exe.PauseReason != "" {
+				detail += ": " + exe.PauseReason
+			}
+			detail += ")"
+		}
+		return Decision{Permission: lifecycle.PermissionDeny,
+			Reason:     Reason{Source: "execution_control", Code: "execution_paused", Detail: detail},
+			Resolution: "Continue (or Step) the execution, then submit the call again"}, true
+	case exe.Status == ExecCompleted || exe.Status == ExecFailed:
+		return Decision{Permission: lifecycle.PermissionDeny,
+			Reason:     Reason{Source: "execution_control", Code: "execution_ended", Detail: "the execution has ended (" + string(exe.Status) + ")"},
+			Resolution: "start a new execution (Retry or Fork)"}, true
+	}
+	return Decision{}, false
+}
+
+// admitStep consumes one unit of a Step's budget for action a (compare-
+// and-swap on the execution, so parallel actions cannot both take the last
+// unit); the last unit pauses the execution again. Re-admitting the action
+// that already took a unit is idempotent.
+func (s *Service) admitStep(ctx context.Context, a Action) (Decision, bool, error) {
+	for i := 0; ; i++ {
+		exe, err := s.GetExecution(ctx, a.ExecutionID)
+		if err != nil {
+			return Decision{}, false, err
+		}
+		if exe.StepAdmitted == a.ActionID {
+			return Decision{}, false, nil
+		}
+		if d, stop := controlDecision(exe, a.ActionID); stop {
+			return d, true, nil
+		}
+		if exe.StepBudget <= 0 {
+			return Decision{}, false, nil // a Continue lifted the step limit meanwhile
+		}
+		exe.StepBudget--
+		exe.StepAdmitted = a.ActionID
+		if exe.StepBudget == 0 {
+			exe.Status, exe.PauseOwner, exe.PauseReason = ExecPaused, PauseByUser, "step"
+		}
+		exe.LastActivity = s.now()
+		err = s.SaveExecution(ctx, &exe, exe.Version, 0)
+		var vc *store.VersionConflictError
+		if errors.As(err, &vc) && i < 8 {
+			continue
+		}
+		if err != nil {
+			return Decision{}, false, fmt.Errorf("admit step: %w", err)
+		}
+		s.logFor(&a).Info("step admitted", "steps_left", exe.StepBudget)
+		return Decision{}, false, nil
+	}
 }
 
 func (s *Service) revalidate(ctx context.Context, a Action) (Decision, error) {

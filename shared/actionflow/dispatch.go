@@ -45,8 +45,8 @@ func (s *Service) Dispatch(ctx context.Context, in StepInput) (DispatchOutput, e
 // alreadyDispatched reports what is known of an action that has start
 // evidence: the host's posted result, or unknown.
 func alreadyDispatched(a Action) ToolResult {
-	if a.HostResult != nil {
-		return *a.HostResult
+	if a.Result != nil {
+		return *a.Result
 	}
 	return ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "start_evidence_without_result",
 		Error: fmt.Sprintf("execution started at %s (attempt %s) and no trustworthy result was recorded; not dispatched again",
@@ -58,6 +58,9 @@ func alreadyDispatched(a Action) ToolResult {
 func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, kind string) (Action, Task, error) {
 	if a.States.Permission != lifecycle.PermissionAllow {
 		return a, Task{}, &PermanentError{Code: "not_allowed", Msg: "permission is " + string(a.States.Permission)}
+	}
+	if a.Closed != nil {
+		return a, Task{}, &PermanentError{Code: "closed", Msg: "the action was closed (" + a.Closed.Reason + "); it is never dispatched"}
 	}
 	lease, err := s.cfg.Store.AcquireLease(ctx, store.LeaseRequest{Resource: leaseResource(a.ActionID), AttemptID: string(attempt), TTL: s.cfg.LeaseTTL, Now: s.now()})
 	if err != nil {
@@ -110,9 +113,19 @@ func (s *Service) dispatchSync(ctx context.Context, in StepInput) (ToolResult, e
 	}
 	if err != nil {
 		// Start evidence exists: whatever failed may have had effects.
-		return ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "executor_error", Error: err.Error()}, nil
+		res = ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "executor_error", Error: err.Error()}
+	} else if res, err = s.bound(ctx, a, res); err != nil {
+		return ToolResult{}, err
 	}
-	return s.bound(ctx, a, res)
+	// Durable before the state machine hears of it: a lost response, a
+	// crash before record or a re-invoked dispatch still find this result.
+	// If the write fails the result still travels in $.result to record.
+	stored, err := s.storeResult(ctx, a.ActionID, task.AttemptID, task.Fence, res)
+	if err != nil {
+		s.logFor(&a).Warn("dispatch result not stored on the action; it reaches record through the state machine only", "error", err)
+		return res, nil
+	}
+	return *stored.Result, nil
 }
 
 // bound keeps tool output within the inline budget; larger output goes to
@@ -165,6 +178,9 @@ func (s *Service) publishHostTask(ctx context.Context, in StepInput) (ToolResult
 		if a.States.Permission != lifecycle.PermissionAllow {
 			return &PermanentError{Code: "not_allowed", Msg: "permission is " + string(a.States.Permission)}
 		}
+		if a.Closed != nil {
+			return &PermanentError{Code: "closed", Msg: "the action was closed (" + a.Closed.Reason + "); it is never dispatched"}
+		}
 		if a.Host != nil && a.Host.TaskToken == in.TaskToken {
 			return errStop
 		}
@@ -179,8 +195,8 @@ func (s *Service) publishHostTask(ctx context.Context, in StepInput) (ToolResult
 		return ToolResult{}, &NotStartedError{Code: "publish", Msg: err.Error()}
 	}
 	// Re-invoked after the host already finished or started: answer the wait now.
-	if a.Start != nil && a.HostResult != nil {
-		if err := s.completeHostWait(ctx, a, *a.HostResult); err != nil {
+	if a.Start != nil && a.Result != nil {
+		if err := s.completeHostWait(ctx, a, *a.Result); err != nil {
 			return ToolResult{}, err
 		}
 	}
@@ -195,14 +211,13 @@ func (s *Service) HostTasks(ctx context.Context, session ids.SessionID, limit in
 	}
 	var out []Action
 	for _, it := range page.Items {
-		a, err := decode[Action](it, "action")
+		a, err := decodeAction(it)
 		if err != nil {
 			return nil, err
 		}
-		if a.Host == nil || a.Start != nil || (session != "" && a.SessionID != session) {
+		if a.Host == nil || a.Start != nil || a.Closed != nil || (session != "" && a.SessionID != session) {
 			continue
 		}
-		a.Version = it.Version
 		out = append(out, a)
 		if limit > 0 && len(out) >= limit {
 			break
@@ -245,31 +260,44 @@ func (s *Service) HostResult(ctx context.Context, id ids.ActionID, attempt ids.A
 		}
 		return err
 	}
-	var bounded ToolResult
-	a, err := s.updateAction(ctx, id, fence, func(a *Action) error {
-		if a.Start == nil || a.Start.AttemptID != attempt {
-			return &ConflictError{Code: "stale_attempt", Msg: "attempt " + string(attempt) + " does not own this action"}
-		}
-		if a.HostResult != nil {
-			return errStop
-		}
-		var err error
-		if bounded, err = s.bound(ctx, *a, res); err != nil {
-			return err
-		}
-		a.HostResult = &bounded
-		return nil
-	})
+	a, err := s.getAction(ctx, id)
 	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return &ConflictError{Code: "stale_attempt", Msg: err.Error()}
-		}
+		return err
+	}
+	bounded, err := s.bound(ctx, a, res)
+	if err != nil {
+		return err
+	}
+	if a, err = s.storeResult(ctx, id, attempt, fence, bounded); err != nil {
 		return err
 	}
 	if err := faults.At(ctx, faults.AfterExecutor); err != nil {
 		return err
 	}
-	return s.completeHostWait(ctx, a, *a.HostResult)
+	return s.completeHostWait(ctx, a, *a.Result)
+}
+
+// storeResult makes the owning attempt's result durable on the action (a
+// fenced owner write). The first stored result stands.
+func (s *Service) storeResult(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res ToolResult) (Action, error) {
+	a, err := s.updateAction(ctx, id, fence, func(a *Action) error {
+		if a.Start == nil || a.Start.AttemptID != attempt {
+			return &ConflictError{Code: "stale_attempt", Msg: "attempt " + string(attempt) + " does not own this action"}
+		}
+		if a.Result != nil {
+			return errStop
+		}
+		r := res
+		a.Result = &r
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return a, &ConflictError{Code: "stale_attempt", Msg: err.Error()}
+		}
+		return a, err
+	}
+	return a, nil
 }
 
 func (s *Service) completeHostWait(ctx context.Context, a Action, res ToolResult) error {

@@ -12,6 +12,23 @@
 //	Record           seal the write-once receipt from durable evidence, then fold the checkpoint
 //	Project          mark delivery projected, append and publish the projection event
 //
+// Execution control and recovery (packages control and recovery) use the
+// exported hooks: CancelAction (close an unstarted action, fail its wait),
+// Recover (the record step from durable evidence only), ResendDecision /
+// ResendResult (complete a wait again from a stored decision or result),
+// ForkCheckpoint, SaveExecution (fenced owner writes), the index listings
+// (OpenActions, OpenExecutions, UnresolvedActions) and AppendEvent.
+// Admission is where control takes effect inside the flow: the initial
+// authorize refuses new actions of a paused, cancelled or ended execution
+// (execution_control reasons) and consumes a Step's budget.
+//
+// Two durable markers on the action close races: Result (the dispatch
+// result, written by the owning attempt before the state machine hears of
+// it) and Closed (written before a not_started receipt is sealed or when
+// the execution is cancelled; a dispatch claim on a closed action is
+// refused). Delivery "recorded" is set by the record step once the
+// checkpoint holds the receipt.
+//
 // Each step reads its state from the store, never from the state
 // machine's payload, so a repeated or late invocation cannot act on stale
 // data. The three states only change through package lifecycle.

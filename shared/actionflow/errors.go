@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openprogram/lifecycle/shared/faults"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -68,6 +69,12 @@ var StepErrorNames = []string{
 func stepError(what string, err error) error {
 	if err == nil {
 		return nil
+	}
+	// An injected crash (test builds only) stays a crash: the engine must
+	// see the handler die there, not a retryable failure.
+	var crash *faults.CrashError
+	if errors.As(err, &crash) {
+		return crash
 	}
 	var te *TransientError
 	var ns *NotStartedError

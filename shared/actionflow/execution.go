@@ -22,6 +22,30 @@ const (
 	ExecFailed     ExecutionStatus = "failed"
 )
 
+// Open reports whether the execution can still change (running, paused or
+// cancelling); open executions are listed in the sparse open index.
+func (st ExecutionStatus) Open() bool {
+	return st == ExecRunning || st == ExecPaused || st == ExecCancelling
+}
+
+// Pause owners: who paused an execution. Only a restart-owned pause is ever
+// resumed automatically (package recovery); every other pause needs an
+// explicit Continue.
+const (
+	PauseByUser    = "user"    // Pause command, or the end of a Step
+	PauseByRestart = "restart" // orderly shutdown or restart recovery
+	PauseByFork    = "fork"    // an agent_chat child of Fork/Retry starts paused
+)
+
+// CommandRef names the control command whose application produced an
+// execution version (completion idempotency: see package control).
+type CommandRef struct {
+	ID   ids.CommandID `json:"id"`
+	Type string        `json:"type"`
+	// Version is the execution version the command's application wrote.
+	Version int64 `json:"version"`
+}
+
 // Execution is one task run: the exact target of control commands.
 type Execution struct {
 	ExecutionID ids.ExecutionID `json:"execution_id"`
@@ -34,35 +58,75 @@ type Execution struct {
 	RevisionID ids.RevisionID  `json:"revision_id,omitempty"`
 	Kind       string          `json:"kind"` // agent_chat | job | function
 	Status     ExecutionStatus `json:"status"`
-	// PauseOwner: "user" or "restart" (only a restart-owned pause resumes automatically).
+	// PauseOwner: PauseByUser, PauseByRestart or PauseByFork (only a
+	// restart-owned pause resumes automatically).
 	PauseOwner string `json:"pause_owner,omitempty"`
+	// PauseReason says why, for the UI (e.g. "step", "shutdown", "restart_window_expired").
+	PauseReason string `json:"pause_reason,omitempty"`
 	// StepBudget > 0: run that many declared steps, then pause (Step control).
 	StepBudget int `json:"step_budget,omitempty"`
+	// StepAdmitted is the last action a Step admitted, so a re-invoked
+	// authorize of that action is admitted again instead of being refused
+	// by the pause its own admission caused.
+	StepAdmitted ids.ActionID `json:"step_admitted,omitempty"`
 	// Steering holds instructions for work that has not run yet.
 	Steering []string `json:"steering,omitempty"`
 	// Restart is the restart continuation intent (nil: none).
 	Restart *RestartIntent `json:"restart,omitempty"`
 	// ForkPoint is the saved point (checkpoint version) a fork/retry starts from.
-	ForkPoint    *int64    `json:"fork_point,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
-	LastActivity time.Time `json:"last_activity"`
-	Version      int64     `json:"version"`
+	ForkPoint *int64 `json:"fork_point,omitempty"`
+	// LastCommand is the command whose application wrote this version.
+	LastCommand *CommandRef `json:"last_command,omitempty"`
+	// Attempt is the attempt that last owned the execution (held its lease
+	// EXEC#<id> when it wrote).
+	Attempt      ids.AttemptID `json:"attempt,omitempty"`
+	CreatedAt    time.Time     `json:"created_at"`
+	UpdatedAt    time.Time     `json:"updated_at"`
+	LastActivity time.Time     `json:"last_activity"`
+	Version      int64         `json:"version"`
+	// Fence is the item's stored fence (the last owner write's lease fence).
+	// It is kept on every write so an unfenced write never erases it.
+	Fence int64 `json:"-"`
 }
 
-// RestartIntent records when automatic continuation is allowed. A nil
-// Deadline is unlimited (window -1).
+// RestartIntent records when automatic continuation is allowed after an
+// interruption. A nil Deadline is unlimited (window -1); a window of 0
+// stores Deadline = At, which no later start-up is before.
 type RestartIntent struct {
 	Deadline *time.Time `json:"deadline"`
-	Reason   string     `json:"reason"`
-	At       time.Time  `json:"at"`
+	// Reason: "shutdown" (orderly stop requested a cooperative pause) or
+	// "abandoned" (the owning attempt vanished without one).
+	Reason string `json:"reason"`
+	// At is what the window is measured from: the shutdown intent or the
+	// abandoned attempt's last durable activity, never the next start-up.
+	At time.Time `json:"at"`
+	// Window is the configured window when the intent was made ("-1", "0", "2h0m0s").
+	Window string `json:"window"`
+	// CheckpointVersion is the checkpoint the interrupted attempt left: a
+	// second interruption before new progress keeps this intent (and its
+	// deadline) instead of making a new one.
+	CheckpointVersion int64 `json:"checkpoint_version"`
+	// Attempt is the interrupted attempt.
+	Attempt ids.AttemptID `json:"attempt,omitempty"`
+	// Outcome of the last start-up decision: "" (pending), "resumed",
+	// "expired" or "blocked"; Blocked names what keeps it explicit.
+	Outcome string `json:"outcome,omitempty"`
+	Blocked string `json:"blocked,omitempty"`
 }
+
+// openExecutionsIndex lists open executions (sparse GSI2) for start-up
+// recovery and cancellation follow-up.
+const openExecutionsIndex = "OPEN#EXEC"
 
 func executionItem(e Execution) store.Item {
 	k := executionKey(e.ExecutionID)
-	return store.Item{PK: k.PK, SK: k.SK, Version: e.Version,
+	it := store.Item{PK: k.PK, SK: k.SK, Version: e.Version, Fence: e.Fence,
 		GSI1PK: sessionPK(e.SessionID), GSI1SK: "EXEC#" + string(e.ExecutionID),
 		Body: encode(e)}
+	if e.Status.Open() {
+		it.GSI2PK, it.GSI2SK = openExecutionsIndex, e.CreatedAt.UTC().Format(time.RFC3339Nano)+"#"+string(e.ExecutionID)
+	}
+	return it
 }
 
 // GetExecution reads an execution.
@@ -74,20 +138,39 @@ func (s *Service) GetExecution(ctx context.Context, id ids.ExecutionID) (Executi
 		}
 		return Execution{}, fmt.Errorf("get execution %s: %w", id, err)
 	}
+	return decodeExecution(it)
+}
+
+func decodeExecution(it store.Item) (Execution, error) {
 	e, err := decode[Execution](it, "execution")
-	e.Version = it.Version
+	e.Version, e.Fence = it.Version, it.Fence
 	return e, err
 }
 
 // SaveExecution writes e with compare-and-swap on expected (0: create).
-func (s *Service) SaveExecution(ctx context.Context, e *Execution, expected int64) error {
+// fence > 0 makes it an owner write (the caller holds the execution lease
+// EXEC#<id> with that fence): the store rejects it with a *store.FenceError
+// once a newer owner wrote. fence == 0 is an unfenced write that keeps the
+// stored fence (the lifecycle's own admission writes, e.g. a Step's budget).
+func (s *Service) SaveExecution(ctx context.Context, e *Execution, expected, fence int64) error {
+	prevVersion, prevFence := e.Version, e.Fence
 	e.Version = expected + 1
 	e.UpdatedAt = s.now()
-	if err := s.cfg.Store.CompareAndSwap(ctx, executionItem(*e), expected, 0); err != nil {
-		e.Version = expected
+	if fence > 0 {
+		e.Fence = fence
+	}
+	if err := s.cfg.Store.CompareAndSwap(ctx, executionItem(*e), expected, fence); err != nil {
+		e.Version, e.Fence = prevVersion, prevFence
 		return fmt.Errorf("save execution %s: %w", e.ExecutionID, err)
 	}
 	return nil
+}
+
+// PutExecution creates an execution that must not exist yet (Fork/Retry
+// children, whose id is derived from the command). A *store.VersionConflictError
+// means it exists.
+func (s *Service) PutExecution(ctx context.Context, e *Execution) error {
+	return s.SaveExecution(ctx, e, 0, 0)
 }
 
 // ensureExecution returns the execution, creating it (running) when absent.
@@ -98,7 +181,7 @@ func (s *Service) ensureExecution(ctx context.Context, id ids.ExecutionID, sessi
 		now := s.now()
 		e = Execution{ExecutionID: id, SessionID: session, RunID: ids.NewRunID(), BranchID: string(id),
 			Kind: "agent_chat", Status: ExecRunning, CreatedAt: now, LastActivity: now}
-		err = s.SaveExecution(ctx, &e, 0)
+		err = s.SaveExecution(ctx, &e, 0, 0)
 		var vc *store.VersionConflictError
 		if errors.As(err, &vc) {
 			return s.GetExecution(ctx, id)

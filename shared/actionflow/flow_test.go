@@ -153,9 +153,10 @@ func TestAllowPathExecutesOnceAndProjects(t *testing.T) {
 	if err != nil || res.Outcome != lifecycle.OutcomeSucceeded {
 		t.Fatalf("dispatch: %+v %v", res, err)
 	}
-	// A re-invoked dispatch (Lambda at-least-once) never calls the executor again.
+	// A re-invoked dispatch (Lambda at-least-once) never calls the executor
+	// again; it answers with the result the first attempt stored.
 	again, err := f.svc.Dispatch(ctx, si)
-	if err != nil || again.Outcome != lifecycle.OutcomeUnknown {
+	if err != nil || again.Outcome != lifecycle.OutcomeSucceeded || again.Output != "done" {
 		t.Fatalf("second dispatch: %+v %v", again, err)
 	}
 	if n := f.exec.calls.Load(); n != 1 {
@@ -167,8 +168,8 @@ func TestAllowPathExecutesOnceAndProjects(t *testing.T) {
 	if got.States != want {
 		t.Fatalf("states %+v, want %+v", got.States, want)
 	}
-	// Record again with the unknown result of the re-invocation: the sealed receipt stands.
-	si.Result = &again
+	// Record again with a different (unknown) result: the sealed receipt stands.
+	si.Result = &actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "late"}
 	if out, err := f.svc.Record(ctx, si); err != nil || out.Outcome != lifecycle.OutcomeSucceeded {
 		t.Fatalf("re-record: %+v %v", out, err)
 	}

@@ -44,6 +44,20 @@ func (s *Service) Record(ctx context.Context, in StepInput) (RecordOutput, error
 	return out, stepError("record "+string(in.ActionID), err)
 }
 
+// Recover is the record step run by the recovery sweeper: it seals a
+// missing receipt from durable evidence only (start evidence and a result
+// stored on the action; never an executor, never tool text), or, when the
+// receipt is already sealed, only rebuilds the checkpoint from it. A sealed
+// receipt is never changed.
+func (s *Service) Recover(ctx context.Context, in StepInput) (RecordOutput, error) {
+	in.Result = nil // only what is durable counts
+	out, err := s.record(ctx, in, "recover")
+	if err != nil {
+		return out, fmt.Errorf("recover %s: %w", in.ActionID, err)
+	}
+	return out, nil
+}
+
 func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOutput, error) {
 	a, err := s.getAction(ctx, in.ActionID)
 	if err != nil {
@@ -54,6 +68,14 @@ func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOu
 	case err == nil:
 		// Already sealed: a repeated record only completes the checkpoint.
 	case errors.Is(err, store.ErrNotFound):
+		if a.Start == nil {
+			// Close the action before sealing not_started: a dispatch claim
+			// racing this record either wrote its start evidence first (and
+			// the receipt says what the evidence says) or is refused.
+			if a, err = s.closeForReceipt(ctx, a.ActionID, in); err != nil {
+				return RecordOutput{}, err
+			}
+		}
 		proposed, perr := s.receiptFor(a, in, by)
 		if perr != nil {
 			return RecordOutput{}, perr
@@ -79,6 +101,22 @@ func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOu
 	if err != nil {
 		return RecordOutput{}, &CheckpointError{ActionID: string(a.ActionID), Msg: err.Error()}
 	}
+	// Delivery "recorded" on the action says the checkpoint holds the
+	// receipt, durably and for good (the checkpoint's own list of folded
+	// actions is bounded), so recovery never folds a receipt twice.
+	if _, err := s.updateAction(ctx, a.ActionID, 0, func(cur *Action) error {
+		st, err := ApplyReceipt(cur.States, rc)
+		if err != nil {
+			return &PermanentError{Code: "illegal_transition", Msg: err.Error()}
+		}
+		if st == cur.States {
+			return errStop
+		}
+		cur.States = st
+		return nil
+	}); err != nil {
+		return RecordOutput{}, err
+	}
 	if err := faults.At(ctx, faults.AfterCheckpoint); err != nil {
 		return RecordOutput{}, err
 	}
@@ -86,7 +124,7 @@ func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOu
 }
 
 // receiptFor decides the outcome from durable evidence, never from tool text:
-//   - a dispatch result (or a host result stored on the action) -> its outcome;
+//   - a dispatch result (stored on the action, or passed by the state machine) -> its outcome;
 //   - start evidence without a trustworthy result -> unknown, reconciliation required;
 //   - no start evidence -> not_started, with the decision's or the failure's reason.
 func (s *Service) receiptFor(a Action, in StepInput, by string) (Receipt, error) {
@@ -97,8 +135,8 @@ func (s *Service) receiptFor(a Action, in StepInput, by string) (Receipt, error)
 	}
 	var res *ToolResult
 	switch {
-	case a.HostResult != nil:
-		res = a.HostResult // durable, written by the owning attempt
+	case a.Result != nil:
+		res = a.Result // durable, written by the owning attempt
 	case in.Result != nil && in.Result.Outcome != lifecycle.OutcomeOpen:
 		res = in.Result
 	}
@@ -233,4 +271,35 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 		}
 		return ck, nil
 	}
+}
+
+// closeForReceipt closes an action without start evidence before its
+// not_started receipt is sealed, and returns it as stored afterwards.
+func (s *Service) closeForReceipt(ctx context.Context, id ids.ActionID, in StepInput) (Action, error) {
+	reason := "not_dispatched"
+	if in.Error != nil {
+		reason = in.Error.Error
+	}
+	return s.updateAction(ctx, id, 0, func(a *Action) error {
+		if a.Start != nil || a.Closed != nil {
+			return errStop
+		}
+		a.Closed = &Closure{Reason: reason, At: s.now()}
+		return nil
+	})
+}
+
+// ActionRecorded reports whether the action's receipt is folded into its
+// execution's checkpoint (delivery recorded or projected), or, for an
+// action whose record step stopped between the fold and marking the
+// action, whether the checkpoint lists it.
+func (s *Service) ActionRecorded(ctx context.Context, a Action) (bool, error) {
+	if a.States.Delivery != lifecycle.DeliveryPending {
+		return true, nil
+	}
+	ck, err := s.GetCheckpoint(ctx, a.ExecutionID)
+	if err != nil {
+		return false, err
+	}
+	return ck.folded(a.ActionID), nil
 }

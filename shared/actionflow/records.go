@@ -33,11 +33,17 @@ func sessionPK(id ids.SessionID) string { return "SESSION#" + string(id) }
 // SessionStream is the session's event log stream (resumable positions for the UI).
 func SessionStream(id ids.SessionID) string { return sessionPK(id) }
 
-// Index partitions.
+// Index partitions (sparse GSI2).
 const (
+	// openActionsIndex holds every action that is not terminal yet (no
+	// projected outcome): the recovery sweeper's work list.
 	openActionsIndex   = "OPEN#ACTION"
 	hostTasksIndex     = "OPEN#HOSTTASK"
 	pendingApprovalsPK = "PENDING#"
+	// reconcilePrefix + execution id holds the projected actions whose
+	// outcome is unknown: unresolved external effects that keep an
+	// execution from continuing automatically after a restart.
+	reconcilePrefix = "RECONCILE#"
 )
 
 // ApprovalIDFor makes a fresh approval id for a wait on action: the action
@@ -122,12 +128,28 @@ type Action struct {
 	ApprovalID    ids.ApprovalID   `json:"approval_id,omitempty"`
 	Start         *StartEvidence   `json:"start,omitempty"`
 	Host          *HostTask        `json:"host,omitempty"`
-	// HostResult is the result a host worker posted (durable before the
-	// wait is completed, so it survives a lost SendTaskSuccess).
-	HostResult *ToolResult `json:"host_result,omitempty"`
-	CreatedAt  time.Time   `json:"created_at"`
-	UpdatedAt  time.Time   `json:"updated_at"`
-	Version    int64       `json:"-"`
+	// Result is the dispatch result as the owning attempt learned it (the
+	// sync executor's return, or the result a host worker posted), written
+	// by that attempt with its fence before the state machine hears of it,
+	// so it survives a lost Lambda response or SendTaskSuccess.
+	Result *ToolResult `json:"result,omitempty"`
+	// Closed marks an action that will never be dispatched. It is written
+	// (compare-and-swap on the action) before a not_started receipt is
+	// sealed and when its execution is cancelled, so a dispatch claim racing
+	// it loses: either the start evidence or the closure is written, never both.
+	Closed    *Closure  `json:"closed,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int64     `json:"-"`
+	// Fence is the item's stored fence, kept on every write so an unfenced
+	// write never erases the dispatch attempt's fence.
+	Fence int64 `json:"-"`
+}
+
+// Closure says why an action will never be dispatched.
+type Closure struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // ApprovalStatus of one wait.

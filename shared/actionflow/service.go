@@ -10,6 +10,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -164,8 +165,12 @@ func (s *Service) getAction(ctx context.Context, id ids.ActionID) (Action, error
 		}
 		return Action{}, fmt.Errorf("get action %s: %w", id, err)
 	}
+	return decodeAction(it)
+}
+
+func decodeAction(it store.Item) (Action, error) {
 	a, err := decode[Action](it, "action")
-	a.Version = it.Version
+	a.Version, a.Fence = it.Version, it.Fence
 	return a, err
 }
 
@@ -177,12 +182,15 @@ func (s *Service) GetAction(ctx context.Context, id ids.ActionID) (Action, error
 func (s *Service) actionItem(a Action) store.Item {
 	it := store.Item{
 		PK: actionKey(a.ActionID).PK, SK: actionKey(a.ActionID).SK,
-		Version: a.Version,
-		GSI1PK:  sessionPK(a.SessionID), GSI1SK: "ACTION#" + string(a.ActionID),
+		Version: a.Version, Fence: a.Fence,
+		GSI1PK: sessionPK(a.SessionID), GSI1SK: "ACTION#" + string(a.ActionID),
 		Body: encode(a),
 	}
-	if !a.States.Terminal() {
+	switch {
+	case !a.States.Terminal():
 		it.GSI2PK, it.GSI2SK = openActionsIndex, a.CreatedAt.UTC().Format(time.RFC3339Nano)+"#"+string(a.ActionID)
+	case a.States.Outcome == lifecycle.OutcomeUnknown:
+		it.GSI2PK, it.GSI2SK = reconcilePrefix+string(a.ExecutionID), a.CreatedAt.UTC().Format(time.RFC3339Nano)+"#"+string(a.ActionID)
 	}
 	return it
 }
@@ -190,11 +198,14 @@ func (s *Service) actionItem(a Action) store.Item {
 // saveAction writes a with compare-and-swap on its version (fence > 0 for
 // owner writes) and bumps a.Version.
 func (s *Service) saveAction(ctx context.Context, a *Action, fence int64) error {
-	expected := a.Version
+	expected, prevFence := a.Version, a.Fence
 	a.Version++
 	a.UpdatedAt = s.now()
+	if fence > 0 {
+		a.Fence = fence
+	}
 	if err := s.cfg.Store.CompareAndSwap(ctx, s.actionItem(*a), expected, fence); err != nil {
-		a.Version = expected
+		a.Version, a.Fence = expected, prevFence
 		return fmt.Errorf("save action %s: %w", a.ActionID, err)
 	}
 	return nil
@@ -258,3 +269,22 @@ func (s *Service) approvalItem(ap Approval) store.Item {
 	}
 	return it
 }
+
+// AppendEvent appends a canonical event to its session's log and publishes
+// it (best effort: the durable log is authoritative, subscribers re-read
+// it). Control commands and restart decisions are recorded through it.
+func (s *Service) AppendEvent(ctx context.Context, ev Event, data any) (Event, error) {
+	ev, err := s.appendEvent(ctx, ev, data)
+	if err != nil {
+		return ev, err
+	}
+	if s.cfg.Publisher != nil {
+		if perr := s.cfg.Publisher.Publish(ctx, ev); perr != nil {
+			s.log.Warn("event not published; it is in the durable log", "type", ev.Type, "seq", ev.Seq, "error", perr)
+		}
+	}
+	return ev, nil
+}
+
+// Now is the service's clock (UTC).
+func (s *Service) Now() time.Time { return s.now() }

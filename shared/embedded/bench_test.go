@@ -90,8 +90,9 @@ func startBench(tb testing.TB, dir string) *benchStack {
 
 // run submits n actions of tool with the given concurrency and returns the
 // latency of each (submit until projected).
-func (bs *benchStack) run(tb testing.TB, tool string, n, concurrency int) []time.Duration {
+func (bs *benchStack) run(tb testing.TB, tool string, n, concurrency int) ([]time.Duration, ids.ActionID) {
 	lat := make([]time.Duration, n)
+	var last atomic.Value
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < concurrency; w++ {
@@ -114,6 +115,7 @@ func (bs *benchStack) run(tb testing.TB, tool string, n, concurrency int) []time
 					tb.Error(err)
 					return
 				}
+				last.Store(a.ActionID)
 				bs.done.Store(a.ActionID, ch)
 				// It may have projected before we registered: check the store once.
 				if cur, err := bs.Service.GetAction(context.Background(), a.ActionID); err == nil && cur.States.Terminal() {
@@ -133,7 +135,8 @@ func (bs *benchStack) run(tb testing.TB, tool string, n, concurrency int) []time
 		}()
 	}
 	wg.Wait()
-	return lat
+	id, _ := last.Load().(ids.ActionID)
+	return lat, id
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -184,7 +187,7 @@ func populated(b *testing.B, stored int) string {
 		os.RemoveAll(cache)
 		b.Logf("populating %d actions through the lifecycle into %s (once)", stored, cache)
 		bs := startBench(b, cache)
-		bs.run(b, "noop", stored, 64)
+		bs.run(b, "noop", stored, 64) //nolint:errcheck
 		bs.cancel()
 		if err := bs.Close(context.Background()); err != nil {
 			b.Fatal(err)
@@ -219,7 +222,7 @@ func BenchmarkLifecycle(b *testing.B) {
 				runtime.GC()
 				b.ResetTimer()
 				t0 := time.Now()
-				lat := bs.run(b, path.tool, b.N, 32)
+				lat, sample := bs.run(b, path.tool, b.N, 32)
 				elapsed := time.Since(t0)
 				b.StopTimer()
 				u := bs.meter.Usage().Sub(u0)
@@ -233,6 +236,7 @@ func BenchmarkLifecycle(b *testing.B) {
 				b.ReportMetric(u.RCU/n, "RCU/action")
 				b.ReportMetric(float64(u.BytesWritten)/n, "bytes/action")
 				b.ReportMetric(rssMB(), "rss_MB")
+				b.ReportMetric(float64(bs.transitionsOf(b, sample)), "transitions/action")
 				b.ReportMetric(0, "ns/op")
 			})
 		}

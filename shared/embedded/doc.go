@@ -4,7 +4,11 @@
 // invoke them (aws-lambda-go's handler adapter, so error names match), the
 // real aws-sdk-go-v2 Step Functions client talking to the engine over
 // loopback HTTP, the in-process event bus, the blob directory and a host
-// worker on a workspace directory.
+// worker on a workspace directory. Execution control and recovery run in it
+// too: the command service (Stack.Control), restart continuation at Start
+// (before anything runs again), the recovery sweeper at once, on every
+// failed machine and on a ticker (the EventBridge schedule's stand-in), and
+// the orderly shutdown's cooperative pause at Close.
 //
 // It is what `lifecycle serve` (make run), the end-to-end tests and the
 // benchmarks run. A killed process leaves everything durable in the state

@@ -17,10 +17,13 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/blobstore"
+	"github.com/openprogram/lifecycle/shared/control"
 	"github.com/openprogram/lifecycle/shared/eventbus"
 	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/hostworker"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -52,6 +55,9 @@ type Config struct {
 	WrapStore func(store.Store) store.Store
 	// EngineClock drives the engine's timers (default: system clock).
 	EngineClock sfnlocal.Clock
+	// Clock is the lifecycle's clock (leases, approvals, restart windows;
+	// default time.Now). Tests give it the same fake time as EngineClock.
+	Clock actionflow.Clock
 	// OnStatusChange also receives the engine's status-change events.
 	OnStatusChange func(ctx context.Context, ev sfnlocal.StatusChangeEvent)
 	// Concurrency of the engine's function invocations (default 64).
@@ -62,6 +68,12 @@ type Config struct {
 	// WrapFunction, if set, wraps each function the engine invokes (the
 	// benchmarks count invocations with it).
 	WrapFunction func(name string, f sfnlocal.LambdaFunc) sfnlocal.LambdaFunc
+	// RestartWindow bounds automatic continuation after an interruption
+	// (default unlimited; recovery.Within(0) disables it).
+	RestartWindow recovery.Window
+	// SweepInterval is the recovery sweeper's period, the stand-in for the
+	// EventBridge schedule (default 1 minute; negative: no periodic sweep).
+	SweepInterval time.Duration
 }
 
 // Stack is the running embedded lifecycle.
@@ -75,13 +87,21 @@ type Stack struct {
 	// SFNEndpoint is the engine's loopback URL (AWS_ENDPOINT_URL_SFN).
 	SFNEndpoint string
 	Host        *hostworker.Worker
+	// Control is the command service; Recovery the sweeper and restart
+	// continuation; Attempt this process's activation.
+	Control  *control.Service
+	Recovery *recovery.Sweeper
+	Attempt  ids.AttemptID
 
 	ownStore  bool
 	sfnServer *http.Server
+	transport *http.Transport
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	log       *slog.Logger
 	hostWake  chan struct{}
+	// failedMachines carries FAILED/TIMED_OUT/ABORTED machines to the sweeper.
+	failedMachines chan sfnlocal.StatusChangeEvent
 }
 
 // FunctionARN is the ARN the embedded engine uses for a lifecycle function.
@@ -101,7 +121,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Stack{log: cfg.Logger, hostWake: make(chan struct{}, 1)}
+	s := &Stack{log: cfg.Logger, hostWake: make(chan struct{}, 1), failedMachines: make(chan sfnlocal.StatusChangeEvent, 256),
+		Attempt: ids.NewAttemptID()}
 	if cfg.Store != nil {
 		s.Store = cfg.Store
 	} else {
@@ -129,11 +150,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return fail(fmt.Errorf("listen for the engine API: %w", err))
 	}
 	s.SFNEndpoint = "http://" + ln.Addr().String()
+	s.transport = &http.Transport{MaxIdleConnsPerHost: 256}
 	s.SFN = sfn.New(sfn.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.SFNEndpoint),
 		Credentials:  aws.AnonymousCredentials{},
-		HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
+		HTTPClient:   &http.Client{Transport: s.transport},
 	})
 
 	s.Bus = eventbus.NewBus()
@@ -148,11 +170,40 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors,
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,
-		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify,
+		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify, Clock: cfg.Clock,
 	})
 	if err != nil {
 		ln.Close()
 		return fail(err)
+	}
+
+	if s.Control, err = control.New(control.Config{Flow: s.Service, Logger: cfg.Logger}); err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	if s.Recovery, err = recovery.New(recovery.Config{Flow: s.Service, Control: s.Control, Machines: s.SFNClient,
+		Window: cfg.RestartWindow, Logger: cfg.Logger}); err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	// Restart continuation first: it needs only the store, and decides each
+	// interrupted execution before anything runs again.
+	if reps, err := s.Recovery.Startup(ctx, s.Attempt); err != nil {
+		s.log.Warn("start-up recovery had failures; the sweeper retries", "error", err)
+	} else if len(reps) > 0 {
+		s.log.Info("start-up recovery", "attempt_id", s.Attempt, "executions", len(reps))
+	}
+	onStatus := func(ctx context.Context, ev sfnlocal.StatusChangeEvent) {
+		if cfg.OnStatusChange != nil {
+			cfg.OnStatusChange(ctx, ev)
+		}
+		switch ev.Detail.Status {
+		case "FAILED", "TIMED_OUT", "ABORTED":
+			select {
+			case s.failedMachines <- ev:
+			default: // the periodic sweep covers it
+			}
+		}
 	}
 
 	functions := map[string]sfnlocal.LambdaFunc{}
@@ -180,7 +231,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.Engine, err = sfnlocal.New(sfnlocal.Config{
 		Store: s.Store, Definition: statemachines.ActionLifecycle, Substitutions: subs,
 		StateMachineName: StateMachineName, Functions: functions, Clock: cfg.EngineClock,
-		Concurrency: cfg.Concurrency, Logger: cfg.Logger, OnStatusChange: cfg.OnStatusChange,
+		Concurrency: cfg.Concurrency, Logger: cfg.Logger, OnStatusChange: onStatus,
 	})
 	if err != nil {
 		ln.Close()
@@ -204,6 +255,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
+	every := cfg.SweepInterval
+	if every == 0 {
+		every = time.Minute
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.sweep(runCtx, every)
+	}()
 	if !cfg.NoHostWorker {
 		ws := cfg.Workspace
 		if ws == "" {
@@ -236,8 +296,42 @@ func (s *Stack) dispatchAndWake(ctx context.Context, in actionflow.StepInput) (a
 	return out, err
 }
 
-// Close stops the host worker and the engine and closes the store.
+// sweep runs the recovery sweeper: at once (the start-up repair of
+// actions, now that the engine serves), on every failed machine, and every
+// interval (every < 0: only the first two).
+func (s *Stack) sweep(ctx context.Context, every time.Duration) {
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		if rep, err := s.Recovery.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("recovery sweep had failures", "errors", rep.Errors, "error", err)
+		}
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-s.failedMachines:
+				s.Recovery.OnStatusChange(ctx, ev.Detail.Name, ev.Detail.Status)
+			case <-tick:
+				waiting = false
+			}
+		}
+	}
+}
+
+// Close stops the host worker, the sweeper and the engine (no dispatch
+// after this), then requests the cooperative pause of every running
+// execution (owned by restart recovery, with its restart intent), and
+// closes the store. A ctx already done is a hard stop: functions still
+// running are abandoned at once and no pause is requested, as when the
+// process is killed (start-up recovery then treats the executions as
+// abandoned).
 func (s *Stack) Close(ctx context.Context) error {
+	orderly := ctx.Err() == nil
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -245,10 +339,21 @@ func (s *Stack) Close(ctx context.Context) error {
 	if s.Engine != nil {
 		errs = append(errs, s.Engine.Close(ctx))
 	}
+	if s.transport != nil {
+		// A connection the client dialed but never used (it lost a race to
+		// an idle one) looks new to the server, which waits 5 seconds for
+		// its first request before Shutdown may close it.
+		s.transport.CloseIdleConnections()
+	}
 	if s.sfnServer != nil {
 		errs = append(errs, s.sfnServer.Shutdown(ctx))
 	}
 	s.wg.Wait()
+	if s.Recovery != nil && orderly {
+		if _, err := s.Recovery.Shutdown(context.WithoutCancel(ctx), s.Attempt); err != nil {
+			errs = append(errs, fmt.Errorf("orderly shutdown: %w", err))
+		}
+	}
 	if s.ownStore && s.Store != nil {
 		errs = append(errs, s.Store.Close())
 	}

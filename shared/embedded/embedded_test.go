@@ -34,14 +34,18 @@ func (c *countingExecutor) Execute(ctx context.Context, t actionflow.Task) (acti
 
 const policy = `{"version":"v1","allow":["noop","mutate"],"deny":["forbidden"]}`
 
-func start(t *testing.T, dir, workspace string, ex *countingExecutor) *embedded.Stack {
+func start(t *testing.T, dir, workspace string, ex *countingExecutor, opts ...func(*embedded.Config)) *embedded.Stack {
 	t.Helper()
 	lazy := &lazyDecider{}
-	s, err := embedded.Start(context.Background(), embedded.Config{
+	cfg := embedded.Config{
 		StateDir: dir, Workspace: workspace, Decider: lazy,
 		Routes:    map[string]string{"mutate": "counting", "forbidden": "counting"},
 		Executors: map[string]actionflow.Executor{"counting": ex},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := embedded.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

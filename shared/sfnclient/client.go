@@ -114,3 +114,12 @@ func (c *Client) Stop(ctx context.Context, a ids.ActionID, cause string) error {
 	}
 	return nil
 }
+
+// Status returns an action's execution status as Step Functions names it
+// ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED",
+// "PENDING_REDRIVE"), or "" when no execution of that name exists. It is
+// the recovery sweeper's port (recovery.Machines).
+func (c *Client) Status(ctx context.Context, a ids.ActionID) (string, error) {
+	st, err := c.Describe(ctx, a)
+	return string(st), err
+}

@@ -4,7 +4,14 @@
 // sequence logs. Every operation is one conditional write that either happens
 // completely or changes nothing; losing a condition is a typed error
 // (ErrNotFound, *ConflictError, *VersionConflictError, *FenceError,
-// *LeaseHeldError, *LeaseLostError), never nil, nil.
+// *LeaseHeldError, *LeaseLostError), never nil, nil. A request refused
+// before it reaches the backend is ErrInvalid; a backend failure is
+// *UnavailableError.
+//
+// The table's layout (key patterns of every record kind, indexes, TTL,
+// conditions, the one transaction) is in SCHEMA.md. records.go holds what
+// both adapters must agree on beyond the interface: the store's own sort
+// keys (LEASE, COUNTER#, EVT#<seq>), limits, validation and time encoding.
 //
 // The store does not interpret domain records: they live in Item.Body as
 // JSON. Adapters: sqlitestore (embedded, the default behind `make run`) and

@@ -169,6 +169,26 @@ func ExpiresAtTime(sec int64) time.Time {
 	return time.Unix(sec, 0).UTC()
 }
 
+// UnixMicro is how both adapters store lease expiries and log times:
+// microseconds since the epoch, 0 for the zero time. Microseconds (not
+// nanoseconds) because they stay below 2^53 until the year 2255, so every
+// client that reads DynamoDB numbers as float64 (JavaScript, minidyn)
+// compares them exactly; lease times are therefore kept to the microsecond.
+func UnixMicro(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// FromUnixMicro is the inverse of UnixMicro.
+func FromUnixMicro(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
 // PrefixPosition tells where a sort key lies relative to the set of keys
 // starting with prefix: -1 before every one of them, 0 inside (it starts
 // with prefix), +1 after every one of them. Adapters use it to turn

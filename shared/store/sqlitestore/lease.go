@@ -10,8 +10,8 @@ import (
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
-// A lease is the item EXEC#<id>/LEASE with attempt_id, fence and
-// lease_until (Unix nanoseconds; 0 once released). Its version is its
+// A lease is the item <resource>/LEASE (e.g. EXEC#<id>/LEASE) with attempt_id, fence and
+// lease_until (store.UnixMicro; 0 once released). Its version is its
 // fence. The item is never deleted, so the next fence always continues
 // from the last one.
 
@@ -22,15 +22,7 @@ type leaseRow struct {
 }
 
 func (r leaseRow) lease(resource string) store.Lease {
-	return store.Lease{Resource: resource, AttemptID: r.attempt, Fence: r.fence, ExpiresAt: fromUnixNano(r.until)}
-}
-
-// fromUnixNano reads a nanosecond timestamp column; 0 is the zero time.
-func fromUnixNano(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns).UTC()
+	return store.Lease{Resource: resource, AttemptID: r.attempt, Fence: r.fence, ExpiresAt: store.FromUnixMicro(r.until)}
 }
 
 func scanLease(row *sql.Row) (leaseRow, bool, error) {
@@ -58,7 +50,7 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 	}
 	pk := req.Resource
 	op := "acquire lease " + pk
-	until := req.Now.Add(req.TTL).UnixNano()
+	until := req.Now.Add(req.TTL).UnixMicro()
 	var got store.Lease
 	err := s.write(ctx, op, func(tx *sql.Tx) error {
 		cur, found, err := scanLease(tx.StmtContext(ctx, s.stmts.wGetLease).QueryRowContext(ctx, pk))
@@ -72,8 +64,8 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 			got = leaseRow{attempt: req.AttemptID, fence: 1, until: until}.lease(req.Resource)
 			return nil
 		}
-		if cur.attempt != req.AttemptID && cur.until > req.Now.UnixNano() {
-			return &store.LeaseHeldError{Resource: req.Resource, Holder: cur.attempt, ExpiresAt: fromUnixNano(cur.until)}
+		if cur.attempt != req.AttemptID && cur.until > req.Now.UnixMicro() {
+			return &store.LeaseHeldError{Resource: req.Resource, Holder: cur.attempt, ExpiresAt: store.FromUnixMicro(cur.until)}
 		}
 		next := leaseRow{attempt: req.AttemptID, fence: cur.fence + 1, until: until}
 		if err := s.updateLeaseTx(ctx, tx, pk, cur.fence, next); err != nil {
@@ -125,10 +117,10 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 		if err != nil {
 			return err
 		}
-		if cur.until <= now.UnixNano() {
+		if cur.until <= now.UnixMicro() {
 			return &store.LeaseLostError{Resource: lease.Resource, AttemptID: lease.AttemptID, Fence: lease.Fence}
 		}
-		next := leaseRow{attempt: cur.attempt, fence: cur.fence, until: now.Add(ttl).UnixNano()}
+		next := leaseRow{attempt: cur.attempt, fence: cur.fence, until: now.Add(ttl).UnixMicro()}
 		if err := s.updateLeaseTx(ctx, tx, pk, cur.fence, next); err != nil {
 			return unavailable(op, err)
 		}

@@ -37,7 +37,7 @@ func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, 
 			}
 			seq = n + 1
 		}
-		if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, time.Now().UnixNano()); err != nil {
+		if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, time.Now().UnixMicro()); err != nil {
 			return unavailable(op, err)
 		}
 		return nil
@@ -73,7 +73,7 @@ func (s *Store) ReadLog(ctx context.Context, stream string, after int64, limit i
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		e := store.LogEntry{Stream: stream, Seq: seq, At: fromUnixNano(at.Int64)}
+		e := store.LogEntry{Stream: stream, Seq: seq, At: store.FromUnixMicro(at.Int64)}
 		if len(body) > 0 {
 			e.Body = body
 		}

@@ -34,7 +34,30 @@ type Store struct {
 	r       *sql.DB
 	stmts   statements
 	queries sync.Map // queryShape -> *sql.Stmt on r
+	ckpt    *checkpointer
+	ckptDB  *sql.DB
+
+	// Group commit: writes queue to one writer goroutine, which runs every
+	// queued write in its own savepoint of one transaction and commits once.
+	mu         sync.RWMutex // guards closed and sends on reqs
+	closed     bool
+	reqs       chan *writeReq
+	writerDone chan struct{}
 }
+
+// maxBatch bounds the writes committed together.
+const maxBatch = 128
+
+type writeReq struct {
+	ctx  context.Context
+	op   string
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// DefaultPath is where `lifecycle serve` keeps its store unless told
+// otherwise, relative to the working directory.
+const DefaultPath = ".lifecycle/state.db"
 
 // Option configures Open.
 type Option func(*options)
@@ -87,8 +110,12 @@ func Open(path string, opts ...Option) (*Store, error) {
 	// same file); within this process the single writer never waits on a lock.
 	params := url.Values{}
 	params.Add("_pragma", "busy_timeout(5000)")
-	params.Add("_pragma", "journal_mode(WAL)")
 	params.Add("_pragma", "synchronous("+o.sync+")")
+	params.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopPages))
+	// Keep a WAL that grew during a burst from staying large on disk.
+	params.Add("_pragma", "journal_size_limit(67108864)")
+	params.Add("_pragma", "cache_size(-65536)")
+	params.Add("_pragma", "mmap_size(2147483648)")
 	params.Set("_txlock", "immediate")
 	if s.w, err = openDB(path+"?"+params.Encode(), o.fault, 1); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -97,9 +124,19 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	// WAL is set after migrate because a fresh file's page size can only be
+	// chosen before it is in WAL mode. The mode is persistent: the readers
+	// opened below inherit it.
+	var mode string
+	if err := s.w.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
+		s.w.Close()
+		return nil, fmt.Errorf("open store %s: journal mode %q, want wal: %v", path, mode, err)
+	}
 	rparams := url.Values{}
 	rparams.Add("_pragma", "busy_timeout(5000)")
 	rparams.Add("_pragma", "query_only(1)")
+	rparams.Add("_pragma", "cache_size(-16384)")
+	rparams.Add("_pragma", "mmap_size(2147483648)")
 	if s.r, err = openDB(path+"?"+rparams.Encode(), o.fault, o.readers); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -108,6 +145,18 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: prepare: %w", path, err)
 	}
+	// The checkpointer's connection is never fault-injected: it does no
+	// work of any operation, and a test's armed fault is meant for those.
+	cparams := url.Values{}
+	cparams.Add("_pragma", "busy_timeout(5000)")
+	if s.ckptDB, err = openDB(path+"?"+cparams.Encode(), nil, 1); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s.ckpt = startCheckpointer(s.ckptDB)
+	s.reqs = make(chan *writeReq, maxBatch)
+	s.writerDone = make(chan struct{})
+	go s.writer()
 	return s, nil
 }
 
@@ -140,11 +189,25 @@ func (s *Store) Path() string { return s.path }
 // Close releases the connections. SQLite checkpoints the WAL into the main
 // file when the last connection closes.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if !s.closed && s.reqs != nil {
+		s.closed = true
+		close(s.reqs)
+		<-s.writerDone
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.ckpt != nil {
+		s.ckpt.stop()
+	}
 	s.queries.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 	s.stmts.close()
 	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
+	}
+	if s.ckptDB != nil {
+		errs = append(errs, s.ckptDB.Close())
 	}
 	if s.w != nil {
 		errs = append(errs, s.w.Close())
@@ -155,25 +218,137 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer
-// connection. A conditional failure that fn returns (a typed store error)
-// rolls back; so does every database error, which becomes an
-// *store.UnavailableError: nothing of the operation is left behind.
+// write runs fn as one atomic write. A conditional failure that fn returns
+// (a typed store error) undoes everything fn did; so does every database
+// error, which becomes an *store.UnavailableError: nothing of the operation
+// is left behind.
+//
+// Writes are group-committed: concurrent writes queue to the single writer
+// goroutine, which runs each in its own SAVEPOINT inside one BEGIN IMMEDIATE
+// transaction and commits the batch once. A write returns only after the
+// commit that contains it, so durability is unchanged; what is shared is
+// the cost of the commit (one WAL append for the batch instead of one per
+// write). A failing commit fails every write of its batch, none of which is
+// then in the database.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return unavailable(op, err)
 	}
-	if err := fn(tx); err != nil {
+	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return unavailable(op, errors.New("store is closed"))
+	}
+	s.reqs <- req
+	s.mu.RUnlock()
+	// Wait even if ctx ends meanwhile: the write may already be committed,
+	// and the caller must learn which.
+	return <-req.done
+}
+
+func (s *Store) writer() {
+	defer close(s.writerDone)
+	batch := make([]*writeReq, 0, maxBatch)
+	for first := range s.reqs {
+		batch = append(batch[:0], first)
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+func (s *Store) commitBatch(batch []*writeReq) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	defer finish()
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		for i, r := range batch {
+			results[i] = unavailable(r.op, err)
+		}
+		return
+	}
+	failAll := func(err error) {
 		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			err = errors.Join(err, rbErr)
 		}
-		return err
+		// Every result of the batch is void, conditional failures
+		// included: they may have been judged against a write of this
+		// batch that is now gone.
+		for i, r := range batch {
+			results[i] = unavailable(r.op, err)
+		}
+	}
+	wrote := false
+	single := len(batch) == 1
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = unavailable(r.op, err)
+			continue
+		}
+		if !single {
+			if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+				failAll(err)
+				return
+			}
+		}
+		if err := r.fn(tx); err != nil {
+			results[i] = err
+			if single {
+				if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+					results[i] = errors.Join(err, rbErr)
+				}
+				return
+			}
+			// Undo this write only. If SQLite already rolled the whole
+			// transaction back (an I/O error does), the savepoint is gone
+			// and so is every earlier write of the batch.
+			if _, rbErr := tx.Exec(`ROLLBACK TO w`); rbErr != nil {
+				failAll(rbErr)
+				return
+			}
+			if _, rbErr := tx.Exec(`RELEASE w`); rbErr != nil {
+				failAll(rbErr)
+				return
+			}
+			continue
+		}
+		if !single {
+			if _, err := tx.Exec(`RELEASE w`); err != nil {
+				failAll(err)
+				return
+			}
+		}
+		wrote = true
+	}
+	if !wrote {
+		tx.Rollback()
+		return
 	}
 	if err := tx.Commit(); err != nil {
-		return unavailable(op, err)
+		for i, r := range batch {
+			results[i] = unavailable(r.op, err)
+		}
+		return
 	}
-	return nil
+	if s.ckpt != nil {
+		s.ckpt.wrote()
+	}
 }
 
 // unavailable wraps a database error: the backend failed, nothing was

@@ -39,7 +39,7 @@ func testLease(t *testing.T, open Opener) {
 			sameLease(t, got, want)
 		}},
 		{"another attempt while held is LeaseHeldError naming the holder", func(t *testing.T) {
-			_, err := acquire("att-2", t0.Add(ttl-time.Nanosecond))
+			_, err := acquire("att-2", t0.Add(ttl-time.Microsecond))
 			lh := as[*store.LeaseHeldError](t, err, "acquire held lease")
 			is(t, err, store.ErrConflict, "acquire held lease")
 			if lh.Resource != exec || lh.Holder != "att-1" || !lh.ExpiresAt.Equal(t0.Add(ttl)) {
@@ -127,6 +127,30 @@ func testLease(t *testing.T, open Opener) {
 			return // later steps depend on this one
 		}
 	}
+}
+
+// testLeaseTimePrecision: both adapters keep lease times to the
+// microsecond (store.UnixMicro), so what GetLease returns is what
+// AcquireLease returned.
+func testLeaseTimePrecision(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := t.Context()
+	exec := ns(t) + "e-precise"
+	now := t0.Add(123456789 * time.Nanosecond)
+	l, err := s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: "a", TTL: 1500 * time.Millisecond, Now: now})
+	mustNil(t, err, "acquire")
+	want := now.Add(1500 * time.Millisecond).Truncate(time.Microsecond)
+	if !l.ExpiresAt.Equal(want) {
+		t.Fatalf("ExpiresAt %v, want %v", l.ExpiresAt, want)
+	}
+	got, err := s.GetLease(ctx, exec)
+	mustNil(t, err, "get lease")
+	sameLease(t, got, l)
+	// Held until the last microsecond, free at it.
+	_, err = s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: "b", TTL: time.Second, Now: want.Add(-time.Microsecond)})
+	as[*store.LeaseHeldError](t, err, "acquire a microsecond before expiry")
+	_, err = s.AcquireLease(ctx, store.LeaseRequest{Resource: exec, AttemptID: "b", TTL: time.Second, Now: want})
+	mustNil(t, err, "acquire at expiry")
 }
 
 func sameLease(t *testing.T, got, want store.Lease) {

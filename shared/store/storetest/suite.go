@@ -25,6 +25,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Query", func(t *testing.T) { testQuery(t, open) })
 	t.Run("QueryIndex", func(t *testing.T) { testQueryIndex(t, open) })
 	t.Run("Lease", func(t *testing.T) { testLease(t, open) })
+	t.Run("LeaseTimePrecision", func(t *testing.T) { testLeaseTimePrecision(t, open) })
 	t.Run("Counter", func(t *testing.T) { testCounter(t, open) })
 	t.Run("Log", func(t *testing.T) { testLog(t, open) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, open) })
@@ -99,6 +100,28 @@ func diffItem(got, want store.Item) error {
 		return fmt.Errorf("%s: body %q, want %q", want.Key(), got.Body, want.Body)
 	}
 	return nil
+}
+
+// IndexSettle bounds how long an index read may lag the write before it:
+// DynamoDB's GSIs are eventually consistent (usually well under a second).
+// The embedded store and minidyn are consistent, so there the first read
+// decides.
+const IndexSettle = 10 * time.Second
+
+// eventually retries check until it returns nil or IndexSettle passes.
+func eventually(t *testing.T, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(IndexSettle)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func keysOf(items []store.Item) []string {

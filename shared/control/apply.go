@@ -1,0 +1,141 @@
+package control
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// transition decides what command r does to execution e now: the next
+// execution state (nil for Fork/Retry, which write a child instead), or a
+// rejection reason.
+//
+// The state may have changed since the command was accepted, so it is
+// checked again: a control the execution no longer supports is rejected
+// with the reason (after a cancellation: "cancellation takes precedence").
+// Pause, Continue, Step and Steer act on what their sender saw, so they are
+// also rejected when the execution moved past their expected version;
+// Cancel is not (it takes precedence), and Fork/Retry do not change the
+// source.
+func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Execution, r Record) (*actionflow.Execution, ids.ExecutionID, string, error) {
+	if r.Type.system() {
+		next, reason := systemTransition(e, r)
+		return next, "", reason, nil
+	}
+	if err := Check(e, r.Type); err != nil {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) {
+			return nil, "", "unsupported: " + ue.Reason, nil
+		}
+		return nil, "", "", err
+	}
+	switch r.Type {
+	case Pause, Continue, Step, Steer:
+		if e.Version != r.ExpectedVersion {
+			return nil, "", fmt.Sprintf("stale_version: expected %d, the execution is at %d", r.ExpectedVersion, e.Version), nil
+		}
+	}
+	now := s.flow.Now()
+	next := e
+	next.LastActivity = now
+	switch r.Type {
+	case Pause:
+		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget = actionflow.ExecPaused, actionflow.PauseByUser, "pause", 0
+	case Continue:
+		// An explicit continuation ends any restart intent: the next
+		// interruption is measured from this (durable) activity.
+		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget, next.Restart = actionflow.ExecRunning, "", "", 0, nil
+	case Step:
+		p := decodeAs[StepPayload](r.Payload)
+		if p.Steps == 0 {
+			p.Steps = 1
+		}
+		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget, next.Restart = actionflow.ExecRunning, "", "", p.Steps, nil
+	case Steer:
+		p := decodeAs[SteerPayload](r.Payload)
+		if len(e.Steering) >= MaxSteeringEntries {
+			return nil, "", fmt.Sprintf("steering_full: %d instructions are waiting; continue the execution so they are used", len(e.Steering)), nil
+		}
+		next.Steering = append(append([]string(nil), e.Steering...), p.Instructions)
+	case Cancel:
+		next.Status, next.StepBudget = actionflow.ExecCancelling, 0
+	case Fork, Retry:
+		child, reason, err := s.fork(ctx, e, r)
+		return nil, child, reason, err
+	default:
+		return nil, "", "", fmt.Errorf("no transition for %q", r.Type)
+	}
+	return &next, "", "", nil
+}
+
+// ChildID is the execution id of the Fork/Retry made by command id from
+// source: derived, so applying the command again finds the same child.
+func ChildID(source ids.ExecutionID, id ids.CommandID) ids.ExecutionID {
+	sum := sha256.Sum256([]byte(string(source) + "\x00" + string(id)))
+	return ids.ExecutionID("exe_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16])))
+}
+
+// fork creates the independent child execution of a Fork or Retry from an
+// allowed saved point, keeping the source and its history untouched. The
+// child keeps the session, run and revision; a Fork starts a new branch, a
+// Retry stays on the source's branch. Agent chat children start paused and
+// need Continue; other kinds follow their scheduler (running).
+func (s *Service) fork(ctx context.Context, e actionflow.Execution, r Record) (ids.ExecutionID, string, error) {
+	p := decodeAs[ForkPayload](r.Payload)
+	var point int64
+	switch {
+	case p.CheckpointVersion != nil:
+		point = *p.CheckpointVersion
+	case r.Type == Fork:
+		ck, err := s.flow.GetCheckpoint(ctx, e.ExecutionID)
+		if err != nil {
+			return "", "", err
+		}
+		point = ck.Version
+	}
+	childID := ChildID(e.ExecutionID, r.CommandID)
+	if _, err := s.flow.ForkCheckpoint(ctx, e.ExecutionID, point, childID); err != nil {
+		var spe *actionflow.SavedPointError
+		if errors.As(err, &spe) {
+			return "", "saved_point_gone: " + spe.Error(), nil
+		}
+		return "", "", err
+	}
+	now := s.flow.Now()
+	child := actionflow.Execution{ExecutionID: childID, SessionID: e.SessionID, RunID: e.RunID, ParentID: e.ExecutionID,
+		BranchID: string(childID), RevisionID: e.RevisionID, Kind: e.Kind, Status: actionflow.ExecRunning,
+		ForkPoint: &point, LastCommand: &actionflow.CommandRef{ID: r.CommandID, Type: string(r.Type), Version: 1},
+		CreatedAt: now, LastActivity: now}
+	if r.Type == Retry {
+		child.BranchID = e.BranchID
+	}
+	if child.Kind == "agent_chat" {
+		child.Status, child.PauseOwner, child.PauseReason = actionflow.ExecPaused, actionflow.PauseByFork, string(r.Type)+": continue to start"
+	}
+	err := s.flow.PutExecution(ctx, &child)
+	var vc *store.VersionConflictError
+	if errors.As(err, &vc) {
+		got, gerr := s.flow.GetExecution(ctx, childID)
+		if gerr != nil {
+			return "", "", gerr
+		}
+		// The id is derived from (source, command), so a child of this
+		// source under this id was made by an earlier run of this command.
+		if got.ParentID != e.ExecutionID {
+			return "", "", fmt.Errorf("child %s exists and was not made by command %s: %w", childID, r.CommandID, err)
+		}
+		return childID, "", nil // made by an earlier run of this command
+	}
+	if err != nil {
+		return "", "", err
+	}
+	s.event(ctx, child, "execution.created", r)
+	return childID, "", nil
+}

@@ -1,0 +1,216 @@
+package control
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
+)
+
+// Control is one execution control command type.
+type Control string
+
+// The user controls (specification 003, section 4), and the two system
+// commands restart recovery records through the same service.
+const (
+	Pause    Control = "pause"
+	Continue Control = "continue"
+	Step     Control = "step"
+	Steer    Control = "steer"
+	Cancel   Control = "cancel"
+	Fork     Control = "fork"
+	Retry    Control = "retry"
+
+	// Shutdown is the orderly stop's cooperative pause (owner "restart").
+	Shutdown Control = "shutdown"
+	// Restart is a start-up decision over an interrupted execution.
+	Restart Control = "restart"
+)
+
+// UserControls are the controls a human may send, in display order.
+var UserControls = []Control{Pause, Continue, Step, Steer, Cancel, Fork, Retry}
+
+func (c Control) system() bool { return c == Shutdown || c == Restart }
+
+func (c Control) known() bool {
+	for _, u := range UserControls {
+		if c == u {
+			return true
+		}
+	}
+	return c.system()
+}
+
+// Command is a control request: Type applied to one execution, made
+// idempotent by ID and stale-rejecting by ExpectedVersion (the execution
+// version the sender saw).
+type Command struct {
+	ID              ids.CommandID   `json:"command_id"`
+	Type            Control         `json:"type"`
+	ExpectedVersion int64           `json:"expected_version"`
+	Payload         json.RawMessage `json:"payload,omitempty"`
+}
+
+// Status of a command: saved, took effect, or refused when its owner came
+// to apply it.
+type Status string
+
+const (
+	StatusAccepted Status = "accepted"
+	StatusApplied  Status = "applied"
+	StatusRejected Status = "rejected"
+)
+
+// Record is a saved command and what became of it.
+type Record struct {
+	ExecutionID     ids.ExecutionID      `json:"execution_id"`
+	CommandID       ids.CommandID        `json:"command_id"`
+	Type            Control              `json:"type"`
+	ExpectedVersion int64                `json:"expected_version"`
+	Payload         json.RawMessage      `json:"payload,omitempty"`
+	BodyDigest      string               `json:"body_digest"`
+	Status          Status               `json:"status"`
+	Reason          string               `json:"reason,omitempty"`
+	Principal       actionflow.Principal `json:"principal"`
+	// ResultVersion is the execution version the application wrote (for
+	// Fork/Retry, which leave the source untouched: the source version it
+	// was applied at).
+	ResultVersion int64 `json:"result_version,omitempty"`
+	// Child is the execution a Fork or Retry created.
+	Child      ids.ExecutionID `json:"child_execution_id,omitempty"`
+	AcceptedAt time.Time       `json:"accepted_at"`
+	DoneAt     *time.Time      `json:"done_at,omitempty"`
+	Version    int64           `json:"-"`
+}
+
+// Payloads of the commands that take one.
+type (
+	// StepPayload: run Steps declared steps (default 1, at most MaxSteps), then pause.
+	StepPayload struct {
+		Steps int `json:"steps,omitempty"`
+	}
+	// SteerPayload: instructions for work that has not run yet.
+	SteerPayload struct {
+		Instructions string `json:"instructions"`
+	}
+	// CancelPayload: an optional reason shown with the cancellation.
+	CancelPayload struct {
+		Reason string `json:"reason,omitempty"`
+	}
+	// ForkPayload names the saved point (checkpoint version) to start from.
+	// Fork defaults to the current checkpoint, Retry to the start (0).
+	ForkPayload struct {
+		CheckpointVersion *int64 `json:"checkpoint_version,omitempty"`
+	}
+	// RestartPayload is a restart decision (Shutdown: the intent only).
+	RestartPayload struct {
+		Intent actionflow.RestartIntent `json:"intent"`
+	}
+)
+
+// Bounds of Step and Steer.
+const (
+	MaxSteps            = 100
+	MaxSteerBytes       = 8 << 10
+	MaxSteeringEntries  = 64
+	maxCancelReasonSize = 1 << 10
+)
+
+func decodePayload(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &actionflow.ValidationError{Field: "payload", Msg: err.Error()}
+	}
+	return nil
+}
+
+// validate checks a command's shape (not the execution's state).
+func validate(execID ids.ExecutionID, c Command) error {
+	if err := ids.Validate("execution_id", string(execID)); err != nil {
+		return &actionflow.ValidationError{Field: "execution_id", Msg: err.Error()}
+	}
+	if err := ids.Validate("command_id", string(c.ID)); err != nil {
+		return &actionflow.ValidationError{Field: "command_id", Msg: err.Error()}
+	}
+	if !c.Type.known() {
+		return &actionflow.ValidationError{Field: "type", Msg: fmt.Sprintf("%q is not one of %v", c.Type, UserControls)}
+	}
+	if c.ExpectedVersion < 1 {
+		return &actionflow.ValidationError{Field: "expected_version", Msg: "required: the execution version the command was made against (>= 1)"}
+	}
+	switch c.Type {
+	case Pause, Continue:
+		if err := decodePayload(c.Payload, &struct{}{}); err != nil {
+			return err
+		}
+	case Step:
+		var p StepPayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+		if p.Steps < 0 || p.Steps > MaxSteps {
+			return &actionflow.ValidationError{Field: "payload.steps", Msg: fmt.Sprintf("must be 1..%d", MaxSteps)}
+		}
+	case Steer:
+		var p SteerPayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+		if strings.TrimSpace(p.Instructions) == "" || len(p.Instructions) > MaxSteerBytes {
+			return &actionflow.ValidationError{Field: "payload.instructions", Msg: fmt.Sprintf("required, at most %d bytes", MaxSteerBytes)}
+		}
+	case Cancel:
+		var p CancelPayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+		if len(p.Reason) > maxCancelReasonSize {
+			return &actionflow.ValidationError{Field: "payload.reason", Msg: fmt.Sprintf("at most %d bytes", maxCancelReasonSize)}
+		}
+	case Fork, Retry:
+		var p ForkPayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+		if p.CheckpointVersion != nil && *p.CheckpointVersion < 0 {
+			return &actionflow.ValidationError{Field: "payload.checkpoint_version", Msg: "must be >= 0"}
+		}
+	case Shutdown, Restart:
+		var p RestartPayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bodyDigest identifies a command's content: the same command id with the
+// same digest is a repeat, with another digest a conflict.
+func bodyDigest(c Command) string {
+	payload := json.RawMessage("null")
+	if len(bytes.TrimSpace(c.Payload)) > 0 {
+		if canon, err := jcs.Transform(c.Payload); err == nil {
+			payload = canon
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"type": c.Type, "expected_version": c.ExpectedVersion, "payload": payload})
+	canon, _ := jcs.Transform(b)
+	sum := sha256.Sum256(canon)
+	return fmt.Sprintf("sha256:%x", sum)
+}
+
+func decodeAs[T any](raw json.RawMessage) T {
+	var v T
+	_ = decodePayload(raw, &v) // validated on submit
+	return v
+}

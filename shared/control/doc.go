@@ -1,0 +1,84 @@
+// Package control is the one command service of execution control: Pause,
+// Continue, Step, Steer, Cancel, Fork and Retry (specification 003,
+// sections 4 and 5, "Engineering reference"), plus the two system commands
+// restart recovery records through it (Shutdown, Restart). Every transport
+// (HTTP API, CLI, recovery) calls Service.Submit or Service.SubmitOwned.
+//
+// # Saved, then applied
+//
+// A command is saved before anything acts on it: the item
+// EXEC#<execution_id>/CMD#<command_id> is put once, guarded by the
+// execution's META version == expected_version in the same conditional
+// write (store.PutOnceIfVersion), with status "accepted". A stale
+// expected_version saves nothing (*StaleVersionError carrying expected and
+// actual); so does a control the execution does not advertise
+// (*UnsupportedError with the reason). The same command id with the same
+// body returns the stored record whatever happened since; with another body
+// it is a conflict (actionflow.ConflictError "command_id_reused").
+//
+// "applied" means it took effect. Only the execution's owner applies: the
+// attempt holding the lease EXEC#<execution_id>/LEASE (store.AcquireLease,
+// resource "EXEC#<id>"). There is no long-lived worker per execution in this
+// design (Lambda handlers are stateless; the embedded stack's handlers are
+// too), so an execution is owned only while an activation works on it: the
+// command service, after saving a command, takes the lease as a fresh
+// attempt and applies every accepted command (cancellations first), then
+// releases it. If another attempt holds the lease the record stays
+// accepted and that owner, or the recovery sweeper once the lease lapses
+// (Reconcile), applies it. Every execution write of an owner is a fenced
+// compare-and-swap, so after a takeover an old owner's late write is
+// rejected by the store.
+//
+// Applying is one fenced compare-and-swap of the execution that names the
+// command (Execution.LastCommand), then the command's idempotent effects,
+// then the record's completion (applied with the result version, or
+// rejected with the reason). A crash between them is finished by the next
+// application, which recognises its own transition. Completion is
+// idempotent when a racing applier (reconciliation) won: after a
+// compare-and-swap conflict only the same completion already stored, for
+// the same execution and result version, is accepted; any other stored
+// completion is a *CompletionConflictError, never swallowed.
+//
+// # What each control does
+//
+// Pause: paused (owner "user"); admission of new actions stops (actionflow's
+// initial authorize refuses them with execution_paused); an admitted action
+// may finish. Continue: running again from saved progress. Step: running
+// with a budget of N admitted actions (default 1); the last admission
+// pauses again. Steer: appends instructions (bounded) for work not yet run.
+// Cancel: cancelling, which refuses every new admission and revalidation;
+// then every unstarted action is closed and its wait failed (a pending
+// approval becomes cancelled); started actions finish and record their
+// result (cancellation cannot undo what began, and stopping a state
+// machine mid-dispatch would turn a result about to be known into unknown,
+// so StopExecution is never used); once every action has a receipt the
+// execution is cancelled. Cancellation takes precedence: it is applied
+// first, is never rejected for a moved version, and every other control is
+// refused on a cancelling execution. Pause, Continue, Step and Steer are
+// rejected at application when the execution moved past their expected
+// version. Fork/Retry create an independent child execution (id derived
+// from source and command id, so re-applying finds it; same session, run
+// and revision; parent = source) from an allowed saved point: 0 (the
+// start; Retry's default) or the source's current checkpoint version
+// (Fork's default; older checkpoints are not kept). The source and its
+// history are untouched. Agent chat children start paused (owner "fork")
+// and need Continue; job and function children start running. A Fork
+// starts a new branch, a Retry stays on the source's branch.
+//
+// Controls(e) is what an execution advertises now, by status and kind;
+// Check(e, c) explains a refusal. Cancelling descendants is limited to the
+// execution's own actions: forks and retries are independent executions.
+//
+// Principals: a human of the owning session or an admin sends user
+// controls; only the system sends Shutdown/Restart; an agent principal may
+// read but never control (routing an agent's request through the API does
+// not grant human privileges). Another session's execution is not found.
+//
+// Events: command.accepted, command.applied, command.rejected,
+// execution.created (Fork/Retry child) and execution.cancelled are appended
+// to the session's canonical event log.
+//
+// What it must never do: apply a command that was not saved first; let a
+// non-owner write the execution; resume a user pause, a fork pause or a
+// cancellation on its own; change a sealed receipt; import AWS packages.
+package control

@@ -1,0 +1,190 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// Owner is an attempt that holds an execution's lease (EXEC#<id>/LEASE).
+// Only an owner applies commands and publishes the execution's state, and
+// every one of its execution writes carries Fence, so once another attempt
+// takes the lease over, this one's late writes are rejected by the store
+// (*store.FenceError).
+type Owner struct {
+	ExecutionID ids.ExecutionID
+	Attempt     ids.AttemptID
+	Fence       int64
+}
+
+// ErrOwned: another attempt holds the execution's lease.
+var ErrOwned = errors.New("another attempt owns the execution")
+
+// Acquire takes the execution's lease for attempt (an activation). It
+// fails with an error matching ErrOwned (and store.ErrConflict) while
+// another attempt's lease is live.
+func (s *Service) Acquire(ctx context.Context, exec ids.ExecutionID, attempt ids.AttemptID) (Owner, error) {
+	l, err := s.st.AcquireLease(ctx, store.LeaseRequest{Resource: store.ExecPK(string(exec)), AttemptID: string(attempt), TTL: s.ttl, Now: s.flow.Now()})
+	if err != nil {
+		var held *store.LeaseHeldError
+		if errors.As(err, &held) {
+			return Owner{}, fmt.Errorf("%w: %w", ErrOwned, err)
+		}
+		return Owner{}, fmt.Errorf("acquire execution %s: %w", exec, err)
+	}
+	return Owner{ExecutionID: exec, Attempt: attempt, Fence: l.Fence}, nil
+}
+
+// Renew confirms o still owns the execution and extends its lease. An
+// owner renews before it publishes, so an attempt that stalled past its
+// lease learns it lost ownership (a *store.LeaseLostError, matching
+// store.ErrConflict) instead of writing; the fence on every write covers
+// the rest of the window.
+func (s *Service) Renew(ctx context.Context, o Owner) error {
+	_, err := s.st.RenewLease(ctx, store.Lease{Resource: store.ExecPK(string(o.ExecutionID)), AttemptID: string(o.Attempt), Fence: o.Fence}, s.ttl, s.flow.Now())
+	if err != nil {
+		return fmt.Errorf("attempt %s owning %s: %w", o.Attempt, o.ExecutionID, err)
+	}
+	return nil
+}
+
+// Release gives the lease up. Losing it meanwhile is not an error here:
+// everything this owner wrote was fenced.
+func (s *Service) Release(ctx context.Context, o Owner) {
+	err := s.st.ReleaseLease(ctx, store.Lease{Resource: store.ExecPK(string(o.ExecutionID)), AttemptID: string(o.Attempt), Fence: o.Fence})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		s.log.Warn("execution lease not released; it lapses", "execution_id", o.ExecutionID, "attempt_id", o.Attempt, "error", err)
+	}
+}
+
+// ApplyPending takes the execution's lease as a fresh attempt, applies its
+// accepted commands and releases the lease. When another attempt owns the
+// execution it returns (nil, nil): the owner applies them.
+func (s *Service) ApplyPending(ctx context.Context, exec ids.ExecutionID) ([]Record, error) {
+	o, err := s.Acquire(ctx, exec, ids.NewAttemptID())
+	if errors.Is(err, ErrOwned) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer s.Release(context.WithoutCancel(ctx), o)
+	return s.ApplyOwned(ctx, o)
+}
+
+// ApplyOwned applies the execution's accepted commands as owner o:
+// cancellations first, then in acceptance order.
+func (s *Service) ApplyOwned(ctx context.Context, o Owner) ([]Record, error) {
+	if err := s.Renew(ctx, o); err != nil {
+		return nil, err
+	}
+	recs, err := s.pending(ctx, o.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	var done []Record
+	for _, r := range recs {
+		got, err := s.apply(ctx, o, r)
+		if err != nil {
+			return done, fmt.Errorf("apply command %s: %w", r.CommandID, err)
+		}
+		done = append(done, got)
+	}
+	return done, nil
+}
+
+// apply applies one accepted command as owner o. The transition is one
+// fenced compare-and-swap of the execution that also names the command
+// (LastCommand), then the command's idempotent effects run, then the
+// record is completed. A crash anywhere in between is finished by the next
+// apply: it recognises its own transition by LastCommand.
+func (s *Service) apply(ctx context.Context, o Owner, r Record) (Record, error) {
+	for i := 0; ; i++ {
+		e, err := s.flow.GetExecution(ctx, o.ExecutionID)
+		if err != nil {
+			return r, err
+		}
+		if e.LastCommand != nil && e.LastCommand.ID == r.CommandID {
+			return s.finish(ctx, o, e, r, e.LastCommand.Version)
+		}
+		next, child, reason, err := s.transition(ctx, o, e, r)
+		if err != nil {
+			return r, err
+		}
+		if reason != "" {
+			return s.complete(ctx, e, r, StatusRejected, reason, 0, "")
+		}
+		if next == nil { // Fork/Retry: the source is not written
+			return s.complete(ctx, e, r, StatusApplied, "", e.Version, child)
+		}
+		next.LastCommand = &actionflow.CommandRef{ID: r.CommandID, Type: string(r.Type), Version: e.Version + 1}
+		next.Attempt = o.Attempt
+		if err := s.Renew(ctx, o); err != nil {
+			return r, err
+		}
+		err = s.flow.SaveExecution(ctx, next, e.Version, o.Fence)
+		var vc *store.VersionConflictError
+		if errors.As(err, &vc) {
+			// Lost a race for the execution. If it was to this very command
+			// (another applier got there first), completion is idempotent;
+			// anything else is decided again against the new state, which
+			// rejects a stale command and lets a cancellation through.
+			if i < 3 {
+				continue
+			}
+		}
+		if err != nil {
+			return r, err
+		}
+		return s.finish(ctx, o, *next, r, next.Version)
+	}
+}
+
+// finish runs the applied command's effects (idempotent) and completes the record.
+func (s *Service) finish(ctx context.Context, o Owner, e actionflow.Execution, r Record, resultVersion int64) (Record, error) {
+	if r.Type == Cancel {
+		if err := s.cancelActions(ctx, o, e); err != nil {
+			return r, err
+		}
+	}
+	return s.complete(ctx, e, r, StatusApplied, "", resultVersion, "")
+}
+
+// complete marks the record applied or rejected (compare-and-swap on the
+// record). After a conflict only the same completion already stored (same
+// status, and for an application the same result version and child) is
+// accepted; any other stored completion is a *CompletionConflictError.
+func (s *Service) complete(ctx context.Context, e actionflow.Execution, r Record, st Status, reason string, resultVersion int64, child ids.ExecutionID) (Record, error) {
+	proposed := r
+	now := s.flow.Now()
+	proposed.Status, proposed.Reason, proposed.ResultVersion, proposed.Child, proposed.DoneAt = st, reason, resultVersion, child, &now
+	proposed.Version = r.Version + 1
+	err := s.st.CompareAndSwap(ctx, commandItem(proposed), r.Version, 0)
+	var vc *store.VersionConflictError
+	if errors.As(err, &vc) {
+		stored, gerr := s.getRecord(ctx, r.ExecutionID, r.CommandID)
+		if gerr != nil {
+			return r, gerr
+		}
+		if stored.Status == st && stored.ExecutionID == r.ExecutionID && stored.ResultVersion == resultVersion && stored.Child == child &&
+			(st != StatusRejected || stored.Reason == reason) {
+			return stored, nil
+		}
+		return stored, &CompletionConflictError{Stored: stored, Proposed: proposed}
+	}
+	if err != nil {
+		return r, fmt.Errorf("complete command %s: %w", r.CommandID, err)
+	}
+	if st == StatusApplied {
+		s.event(ctx, e, "command.applied", proposed)
+	} else {
+		s.event(ctx, e, "command.rejected", proposed)
+	}
+	s.log.Info("command "+string(st), "execution_id", r.ExecutionID, "command_id", r.CommandID, "type", r.Type,
+		"reason", reason, "result_version", resultVersion)
+	return proposed, nil
+}

@@ -1,0 +1,372 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+// Config wires a Service.
+type Config struct {
+	// Flow is the action lifecycle (the store, the clock, the event log).
+	Flow *actionflow.Service
+	// LeaseTTL bounds one activation's ownership of an execution (default 30s).
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
+}
+
+// Service is the one command service: every transport (HTTP API, CLI,
+// restart recovery) sends execution controls through it.
+type Service struct {
+	flow *actionflow.Service
+	st   store.Store
+	ttl  time.Duration
+	log  *slog.Logger
+}
+
+// New builds a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Flow == nil {
+		return nil, errors.New("control: Config.Flow is required")
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{flow: cfg.Flow, st: cfg.Flow.Store(), ttl: cfg.LeaseTTL, log: cfg.Logger}, nil
+}
+
+// Keys: a command is EXEC#<execution_id> / CMD#<command_id>; while it is
+// accepted (not applied or rejected yet) it is in the sparse open index
+// under "OPEN#CMD", sorted by execution, acceptance time and id.
+const (
+	cmdSKPrefix  = "CMD#"
+	openCommands = "OPEN#CMD"
+)
+
+func commandKey(exec ids.ExecutionID, id ids.CommandID) store.Key {
+	return store.Key{PK: store.ExecPK(string(exec)), SK: cmdSKPrefix + string(id)}
+}
+
+func metaKey(exec ids.ExecutionID) store.Key {
+	return store.Key{PK: store.ExecPK(string(exec)), SK: "META"}
+}
+
+func commandItem(r Record) store.Item {
+	k := commandKey(r.ExecutionID, r.CommandID)
+	body, _ := json.Marshal(r)
+	it := store.Item{PK: k.PK, SK: k.SK, Version: r.Version, Body: body}
+	if r.Status == StatusAccepted {
+		it.GSI2PK = openCommands
+		it.GSI2SK = string(r.ExecutionID) + "#" + r.AcceptedAt.UTC().Format(time.RFC3339Nano) + "#" + string(r.CommandID)
+	}
+	return it
+}
+
+func decodeRecord(it store.Item) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(it.Body, &r); err != nil {
+		return r, fmt.Errorf("decode command %s: %w", it.Key(), err)
+	}
+	r.Version = it.Version
+	return r, nil
+}
+
+func (s *Service) getRecord(ctx context.Context, exec ids.ExecutionID, id ids.CommandID) (Record, error) {
+	it, err := s.st.Get(ctx, commandKey(exec, id))
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Record{}, &actionflow.NotFoundError{What: "command " + string(id) + " of execution " + string(exec)}
+		}
+		return Record{}, fmt.Errorf("get command %s: %w", id, err)
+	}
+	return decodeRecord(it)
+}
+
+// authorize: reads and controls are restricted to the owning session. A
+// human of the session or an admin may send user controls; system
+// controls come only from the system (restart recovery). An agent
+// principal never controls an execution: routing an agent's request
+// through the API does not grant human privileges.
+func authorize(e actionflow.Execution, by actionflow.Principal, c Control, reading bool) error {
+	switch by.Role {
+	case "admin", "system":
+	case "human":
+		if by.Session != e.SessionID {
+			return &actionflow.NotFoundError{What: "execution " + string(e.ExecutionID)} // another session's: not visible
+		}
+	case "agent":
+		if reading && by.Session == e.SessionID {
+			return nil
+		}
+		if by.Session != e.SessionID {
+			return &actionflow.NotFoundError{What: "execution " + string(e.ExecutionID)}
+		}
+		return &actionflow.ForbiddenError{Msg: "execution controls are sent by a human owner, not by an agent"}
+	default:
+		return &actionflow.ForbiddenError{Msg: "unknown principal role " + by.Role}
+	}
+	if c.system() && by.Role != "system" {
+		return &actionflow.ForbiddenError{Msg: string(c) + " is a system command"}
+	}
+	return nil
+}
+
+// View is an execution as the API shows it: its state and the controls it
+// advertises now.
+type View struct {
+	Execution actionflow.Execution `json:"execution"`
+	Controls  []Control            `json:"controls"`
+}
+
+// Get reads an execution and its advertised controls.
+func (s *Service) Get(ctx context.Context, exec ids.ExecutionID, by actionflow.Principal) (View, error) {
+	e, err := s.flow.GetExecution(ctx, exec)
+	if err != nil {
+		return View{}, err
+	}
+	if err := authorize(e, by, "", true); err != nil {
+		return View{}, err
+	}
+	return View{Execution: e, Controls: Controls(e)}, nil
+}
+
+// Command reads one command record.
+func (s *Service) Command(ctx context.Context, exec ids.ExecutionID, id ids.CommandID, by actionflow.Principal) (Record, error) {
+	e, err := s.flow.GetExecution(ctx, exec)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := authorize(e, by, "", true); err != nil {
+		return Record{}, err
+	}
+	return s.getRecord(ctx, exec, id)
+}
+
+// Commands lists an execution's commands (all statuses), by command id.
+func (s *Service) Commands(ctx context.Context, exec ids.ExecutionID, by actionflow.Principal) ([]Record, error) {
+	e, err := s.flow.GetExecution(ctx, exec)
+	if err != nil {
+		return nil, err
+	}
+	if err := authorize(e, by, "", true); err != nil {
+		return nil, err
+	}
+	var out []Record
+	after := ""
+	for {
+		page, err := s.st.Query(ctx, store.ExecPK(string(exec)), store.QueryOptions{SKPrefix: cmdSKPrefix, After: after, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, fmt.Errorf("list commands of %s: %w", exec, err)
+		}
+		for _, it := range page.Items {
+			r, err := decodeRecord(it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		after = page.Next
+	}
+}
+
+// Submit saves a command ("accepted") and, when it can take the
+// execution's lease, applies it at once as the owner ("applied" or
+// "rejected" with the reason). When another attempt owns the execution the
+// record comes back accepted; that owner, or the recovery sweeper once the
+// lease lapses, applies it.
+//
+// Errors: *actionflow.ValidationError (shape), *actionflow.NotFoundError
+// (no such execution, or not visible to by), *actionflow.ForbiddenError,
+// *StaleVersionError (nothing saved), *UnsupportedError (nothing saved),
+// *actionflow.ConflictError code "command_id_reused" (the id was used for a
+// different command; Current is the stored record). Repeating a command
+// (same id and body) returns its record as it is now.
+func (s *Service) Submit(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal) (Record, error) {
+	rec, err := s.accept(ctx, exec, cmd, by)
+	if err != nil || rec.Status != StatusAccepted {
+		return rec, err
+	}
+	if _, err := s.ApplyPending(ctx, exec); err != nil {
+		if !lostOwnership(err) {
+			return rec, err
+		}
+		// Another attempt took the execution over meanwhile; it applies
+		// the saved command.
+		s.log.Info("command accepted; the new owner applies it", "execution_id", exec, "command_id", cmd.ID, "error", err)
+	}
+	return s.getRecord(ctx, exec, cmd.ID)
+}
+
+func lostOwnership(err error) bool {
+	return errors.As(err, new(*store.LeaseLostError)) || errors.As(err, new(*store.FenceError)) || errors.Is(err, ErrOwned)
+}
+
+func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal) (Record, error) {
+	if err := validate(exec, cmd); err != nil {
+		return Record{}, err
+	}
+	e, err := s.flow.GetExecution(ctx, exec)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := authorize(e, by, cmd.Type, false); err != nil {
+		return Record{}, err
+	}
+	digest := bodyDigest(cmd)
+	same := func(r Record) (Record, error) {
+		if r.BodyDigest == digest {
+			return r, nil
+		}
+		return r, &actionflow.ConflictError{Code: "command_id_reused",
+			Msg: "command id " + string(cmd.ID) + " was already used for a different command", Current: r}
+	}
+	// A repeat is recognised before the version check: the execution has
+	// usually moved on because of this very command.
+	if r, err := s.getRecord(ctx, exec, cmd.ID); err == nil {
+		return same(r)
+	} else if !errors.As(err, new(*actionflow.NotFoundError)) {
+		return Record{}, err
+	}
+	if e.Version != cmd.ExpectedVersion {
+		return Record{}, &StaleVersionError{ExecutionID: exec, Expected: cmd.ExpectedVersion, Actual: e.Version}
+	}
+	if err := Check(e, cmd.Type); err != nil {
+		return Record{}, err
+	}
+	if err := s.checkSavedPoint(ctx, e, cmd); err != nil {
+		return Record{}, err
+	}
+	rec := Record{ExecutionID: exec, CommandID: cmd.ID, Type: cmd.Type, ExpectedVersion: cmd.ExpectedVersion,
+		Payload: cmd.Payload, BodyDigest: digest, Status: StatusAccepted, Principal: by, AcceptedAt: s.flow.Now(), Version: 1}
+	err = s.st.PutOnceIfVersion(ctx, commandItem(rec), metaKey(exec), cmd.ExpectedVersion)
+	var ce *store.ConflictError
+	var vc *store.VersionConflictError
+	switch {
+	case errors.As(err, &ce):
+		stored, derr := decodeRecord(ce.Existing)
+		if derr != nil {
+			return Record{}, derr
+		}
+		return same(stored)
+	case errors.As(err, &vc):
+		return Record{}, &StaleVersionError{ExecutionID: exec, Expected: cmd.ExpectedVersion, Actual: vc.Actual}
+	case err != nil:
+		return Record{}, fmt.Errorf("save command %s: %w", cmd.ID, err)
+	}
+	s.event(ctx, e, "command.accepted", rec)
+	return rec, nil
+}
+
+// checkSavedPoint refuses a Fork/Retry from a saved point the execution
+// does not have, before anything is saved.
+func (s *Service) checkSavedPoint(ctx context.Context, e actionflow.Execution, cmd Command) error {
+	if cmd.Type != Fork && cmd.Type != Retry {
+		return nil
+	}
+	p := decodeAs[ForkPayload](cmd.Payload)
+	if p.CheckpointVersion == nil || *p.CheckpointVersion == 0 {
+		return nil
+	}
+	ck, err := s.flow.GetCheckpoint(ctx, e.ExecutionID)
+	if err != nil {
+		return err
+	}
+	if *p.CheckpointVersion != ck.Version {
+		return &actionflow.ValidationError{Field: "payload.checkpoint_version",
+			Msg: (&actionflow.SavedPointError{ExecutionID: e.ExecutionID, Requested: *p.CheckpointVersion, Current: ck.Version}).Error()}
+	}
+	return nil
+}
+
+func (s *Service) event(ctx context.Context, e actionflow.Execution, typ string, r Record) {
+	data := map[string]any{"command_id": r.CommandID, "type": r.Type, "status": r.Status, "execution_status": e.Status,
+		"execution_version": e.Version}
+	if r.Reason != "" {
+		data["reason"] = r.Reason
+	}
+	if r.Child != "" {
+		data["child_execution_id"] = r.Child
+	}
+	if r.Type.system() {
+		data["restart"] = decodeAs[RestartPayload](r.Payload).Intent
+	}
+	if _, err := s.flow.AppendEvent(ctx, actionflow.Event{Type: typ, SessionID: e.SessionID, ExecutionID: e.ExecutionID}, data); err != nil {
+		s.log.Warn("command event not appended", "execution_id", e.ExecutionID, "command_id", r.CommandID, "type", typ, "error", err)
+	}
+}
+
+// pending lists an execution's accepted commands in application order:
+// cancellations first (cancellation takes precedence), then by acceptance.
+func (s *Service) pending(ctx context.Context, exec ids.ExecutionID) ([]Record, error) {
+	var out []Record
+	after := ""
+	for {
+		page, err := s.st.QueryIndex(ctx, store.IndexOpen, openCommands, store.QueryOptions{SKPrefix: string(exec) + "#", After: after, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, fmt.Errorf("list pending commands of %s: %w", exec, err)
+		}
+		for _, it := range page.Items {
+			r, err := decodeRecord(it)
+			if err != nil {
+				return nil, err
+			}
+			if r.Status == StatusAccepted { // the index is eventually consistent in DynamoDB
+				out = append(out, r)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ci, cj := out[i].Type == Cancel, out[j].Type == Cancel
+		if ci != cj {
+			return ci
+		}
+		return false // the index order (acceptance time, id) otherwise
+	})
+	return out, nil
+}
+
+// PendingExecutions lists executions with accepted, unapplied commands
+// (for the sweeper: an applier that crashed, or a lease that was held).
+func (s *Service) PendingExecutions(ctx context.Context) ([]ids.ExecutionID, error) {
+	seen := map[ids.ExecutionID]bool{}
+	var out []ids.ExecutionID
+	after := ""
+	for {
+		page, err := s.st.QueryIndex(ctx, store.IndexOpen, openCommands, store.QueryOptions{After: after, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, fmt.Errorf("list pending commands: %w", err)
+		}
+		for _, it := range page.Items {
+			r, err := decodeRecord(it)
+			if err != nil {
+				return nil, err
+			}
+			if r.Status == StatusAccepted && !seen[r.ExecutionID] {
+				seen[r.ExecutionID] = true
+				out = append(out, r.ExecutionID)
+			}
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		after = page.Next
+	}
+}

@@ -1,0 +1,61 @@
+// Package recovery is the recovery sweeper and restart continuation
+// (specification 000 "Receipts and recovery"; 003 sections 4-5,
+// "Automatic continuation after interruption", "Engineering reference").
+//
+// # The sweeper
+//
+// Sweep reads every open action (actionflow's sparse open index) and
+// classifies it from durable evidence only: the action's start evidence and
+// stored result, its receipt, the checkpoint, its approval wait, and the
+// status of its state machine (Machines: DescribeExecution). SweepAction
+// documents the table. In short: a receipt without a checkpoint fold is
+// folded from the receipt and projected, never executed again; a receipt
+// and checkpoint without projection is projected only; start evidence
+// without a trustworthy result once the machine ended is sealed unknown
+// (reconciliation required) and never re-dispatched; a machine that never
+// started is started (nothing was dispatched, and the start is idempotent
+// by name); a durable approval decision or host result whose SendTask* was
+// lost is sent again; a wait whose machine ended is expired, never
+// approved. Running machines are left to their own steps. Repeated sweeps
+// are idempotent. The sweeper never calls an executor, never changes a
+// sealed receipt, never infers "not started" from tool text (only from the
+// absence of start evidence, which dispatch writes before any executor call,
+// sealed behind a closure so no late claim can start it) and never marks a
+// task or an execution completed.
+//
+// A sweep also finishes executions: commands that were saved but not
+// applied (control.Reconcile), cancellations waiting for their last
+// receipt, and restart decisions that were blocked.
+//
+// Triggers: the EventBridge schedule and Step Functions status-change
+// events (FAILED, TIMED_OUT, ABORTED → SweepAction of that action) in AWS
+// (functions/recover); Startup and a ticker (Run) in the embedded stack.
+//
+// # Restart continuation (embedded stack)
+//
+// Startup runs once per process (attempt) before it admits work (it needs
+// only the store); Shutdown runs after the process stopped dispatching,
+// before it exits. See their docs for the rules: the
+// restart window (Window: -1 default unlimited stored as a null deadline,
+// 0 disabled, positive measured from the shutdown intent or the abandoned
+// attempt's last durable activity, never extended by restarting again);
+// only a pause owned by restart recovery resumes automatically; user
+// pause, cancellation, an unanswered approval, unresolved external effects,
+// stale checkpoints and incompatible revisions stay explicit; expiry keeps
+// the checkpoint and deletes nothing. Decisions are system commands
+// (control.SubmitOwned) with fixed ids ("restart.<attempt>",
+// "shutdown.<attempt>"), saved before they are applied and recorded in the
+// session's canonical event log, taken under the execution lease by this
+// attempt; a decision that changes nothing is not written, so repeated
+// start-ups are idempotent. Shutdown retries a racing execution write at
+// most three times within its attempt.
+//
+// Order for the embedded stack: Startup → engine Start (resumes its
+// executions) → Run (sweeps at once, then on a ticker; wire the engine's
+// status-change callback to OnStatusChange) → API admits … on stop: API
+// stops admitting → engine stops dispatching → Shutdown → exit.
+//
+// What it must never do: dispatch, call an executor, declare an operation
+// that may have started not_started, turn a known result unknown, resume a
+// user or fork pause, or import AWS packages.
+package recovery

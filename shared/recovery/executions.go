@@ -1,0 +1,52 @@
+package recovery
+
+import (
+	"context"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
+)
+
+// sweepExecutions finishes what is pending on executions: commands that
+// were saved but not applied (a crashed applier, a lease that was held),
+// cancellations waiting for their last action's receipt, and restart
+// decisions that were blocked (resumed once unblocked, within the
+// deadline; expired after it).
+func (s *Sweeper) sweepExecutions(ctx context.Context, attempt ids.AttemptID) ([]ExecutionReport, error) {
+	var out []ExecutionReport
+	pending, err := s.cfg.Control.PendingExecutions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	done := map[ids.ExecutionID]bool{}
+	open, err := s.openActionsByExecution(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, exec := range pending {
+		done[exec] = true
+		er := ExecutionReport{ExecutionID: exec, Did: "commands"}
+		if err := s.cfg.Control.Reconcile(ctx, exec); err != nil {
+			er.Error = err.Error()
+		}
+		out = append(out, er)
+	}
+	err = s.eachOpenExecution(ctx, func(e actionflow.Execution) {
+		switch {
+		case e.Status == actionflow.ExecCancelling && !done[e.ExecutionID]:
+			er := ExecutionReport{ExecutionID: e.ExecutionID, Did: "cancelling"}
+			if err := s.cfg.Control.Reconcile(ctx, e.ExecutionID); err != nil {
+				er.Error = err.Error()
+			} else if got, err := s.cfg.Flow.GetExecution(ctx, e.ExecutionID); err == nil && got.Status == actionflow.ExecCancelled {
+				er.Did = "cancelled"
+			}
+			out = append(out, er)
+		case e.Status == actionflow.ExecPaused && e.PauseOwner == actionflow.PauseByRestart && e.Restart != nil && e.Restart.Outcome == Blocked:
+			er := s.restartOne(ctx, attempt, e.ExecutionID, true, open[e.ExecutionID])
+			if er.Did != "skipped" && er.Did != "kept" {
+				out = append(out, er)
+			}
+		}
+	})
+	return out, err
+}

@@ -1,0 +1,101 @@
+package recoverfn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/recovery"
+)
+
+// Sweeper is the recovery the handler drives (*recovery.Sweeper).
+type Sweeper interface {
+	Sweep(ctx context.Context) (recovery.Report, error)
+	SweepAction(ctx context.Context, id ids.ActionID) (recovery.ActionReport, error)
+}
+
+var _ Sweeper = (*recovery.Sweeper)(nil)
+
+// The EventBridge detail types the function is subscribed to.
+const (
+	detailScheduled    = "Scheduled Event"
+	detailStatusChange = "Step Functions Execution Status Change"
+)
+
+// statusChange is the part of a Step Functions status-change detail the
+// sweeper needs: the execution name is the action id.
+type statusChange struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// Response summarises what one invocation did (logged by Lambda).
+type Response struct {
+	Trigger string `json:"trigger"`
+	// ActionID is the action a status-change event named.
+	ActionID ids.ActionID `json:"action_id,omitempty"`
+	Open     int          `json:"open"`
+	Changed  int          `json:"changed"`
+	Errors   int          `json:"errors"`
+	Skipped  string       `json:"skipped,omitempty"`
+}
+
+// Handler adapts EventBridge events to the sweeper: the schedule sweeps
+// everything open; a FAILED, TIMED_OUT or ABORTED state machine sweeps its
+// action at once. A failure is returned as an error, so the invocation
+// counts as failed (alarms) and EventBridge retries it; sweeping again is
+// idempotent.
+type Handler struct {
+	Sweeper Sweeper
+	Log     *slog.Logger
+}
+
+// Handle is the Lambda entry point.
+func (h Handler) Handle(ctx context.Context, ev events.CloudWatchEvent) (Response, error) {
+	log := h.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	switch ev.DetailType {
+	case detailScheduled:
+		rep, err := h.Sweeper.Sweep(ctx)
+		out := Response{Trigger: "schedule", Open: len(rep.Actions), Changed: rep.Changed(), Errors: rep.Errors}
+		log.Info("recovery sweep", "open", out.Open, "changed", out.Changed, "errors", out.Errors)
+		if err != nil {
+			return out, fmt.Errorf("scheduled sweep: %w", err)
+		}
+		return out, nil
+	case detailStatusChange:
+		var d statusChange
+		if err := json.Unmarshal(ev.Detail, &d); err != nil {
+			return Response{Trigger: "status_change"}, fmt.Errorf("decode status-change detail: %w", err)
+		}
+		out := Response{Trigger: "status_change", ActionID: ids.ActionID(d.Name)}
+		switch d.Status {
+		case "FAILED", "TIMED_OUT", "ABORTED":
+		default:
+			// The rule filters these out; an event that slips through is not an error.
+			out.Skipped = "status " + d.Status
+			return out, nil
+		}
+		if err := ids.Validate("execution name", d.Name); err != nil {
+			return out, fmt.Errorf("status-change event: %w", err)
+		}
+		rep, err := h.Sweeper.SweepAction(ctx, out.ActionID)
+		out.Open = 1
+		if rep.Did != recovery.Left {
+			out.Changed = 1
+		}
+		log.Info("recovery after state machine "+d.Status, "action_id", d.Name, "did", rep.Did, "outcome", rep.Outcome)
+		if err != nil {
+			out.Errors = 1
+			return out, err
+		}
+		return out, nil
+	}
+	return Response{Trigger: ev.DetailType}, fmt.Errorf("unexpected event %q from %q", ev.DetailType, ev.Source)
+}

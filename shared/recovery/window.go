@@ -1,0 +1,63 @@
+package recovery
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Window is the restart window: how long after an interruption an
+// execution may continue automatically. The zero value is the default,
+// unlimited (-1), stored as a null deadline; Within(0) disables automatic
+// continuation; a positive duration is measured from the orderly shutdown
+// intent or the abandoned attempt's last durable activity, never from the
+// next start-up.
+type Window struct {
+	d   time.Duration
+	set bool
+}
+
+// Unlimited is the default window (-1).
+func Unlimited() Window { return Window{} }
+
+// Within is a finite window; Within(0) disables automatic continuation.
+func Within(d time.Duration) Window {
+	if d < 0 {
+		return Unlimited()
+	}
+	return Window{d: d, set: true}
+}
+
+// ParseWindow reads "-1" (or ""), "0", or a Go duration ("2h").
+func ParseWindow(s string) (Window, error) {
+	switch strings.TrimSpace(s) {
+	case "", "-1":
+		return Unlimited(), nil
+	case "0":
+		return Within(0), nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d < 0 {
+		return Window{}, fmt.Errorf("restart window %q: want -1 (unlimited), 0 (disabled) or a positive duration like 2h", s)
+	}
+	return Within(d), nil
+}
+
+func (w Window) String() string {
+	if !w.set {
+		return "-1"
+	}
+	if w.d == 0 {
+		return "0"
+	}
+	return w.d.String()
+}
+
+// Deadline is the deadline of an interruption at `at`: nil when unlimited.
+func (w Window) Deadline(at time.Time) *time.Time {
+	if !w.set {
+		return nil
+	}
+	d := at.Add(w.d)
+	return &d
+}
