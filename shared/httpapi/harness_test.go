@@ -140,15 +140,15 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // stack is the API over the embedded lifecycle: SQLite store,
 // actionflow.Service, the embedded Step Functions engine running the ASL.
 type stack struct {
-	t       testing.TB
-	url     string
-	svc     *actionflow.Service
-	st      *recordingStore
-	issuer  *auth.Issuer
-	exec    *countingExecutor
-	bus     *eventbus.Bus
-	spec    *openAPI
-	client  *http.Client
+	t      testing.TB
+	url    string
+	svc    *actionflow.Service
+	st     *recordingStore
+	issuer *auth.Issuer
+	exec   *countingExecutor
+	bus    *eventbus.Bus
+	spec   *openAPI
+	client *http.Client
 }
 
 func newStack(t testing.TB, opts ...func(*httpapi.Config)) *stack {
