@@ -25,6 +25,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/bedrockreview"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
+	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/store/dynamostore"
 )
@@ -88,7 +89,9 @@ type Deps struct {
 	Logger  *slog.Logger
 }
 
-// Policies loads session policies; nil gives every session the default policy.
+// Policies loads session policies; nil reads the policies the API stores
+// (package policystore, SESSION#<id>/POLICY), and a session without one
+// has the default policy.
 type Policies = decider.Policies
 
 // New builds the clients and services (once per cold start).
@@ -100,6 +103,9 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	}
 	st := dynamostore.New(dynamodb.NewFromConfig(cfg), env.Table)
 	d := &Deps{Env: env, Store: st, Logger: log}
+	if policies == nil {
+		policies = policystore.Parsed[*permission.Policy]{Store: policystore.New(st, nil), Parse: permission.ParsePolicy}
+	}
 	if env.StateMachineARN != "" {
 		d.SFN = &sfnclient.Client{SFN: sfn.NewFromConfig(cfg), StateMachineARN: env.StateMachineARN}
 	}
