@@ -75,7 +75,7 @@ func (s *Service) authorize(ctx context.Context, in StepInput) (AuthorizeOutput,
 		}
 		d.Executor = kind
 	}
-	saved, err := s.updateAction(ctx, a.ActionID, 0, func(cur *Action) error {
+	saved, err := s.updateLoaded(ctx, a.ActionID, &a, 0, func(cur *Action) error {
 		if cur.Decision != nil && cur.Decision.Mode == mode && cur.States.Permission != lifecycle.PermissionAsk {
 			return errStop // a concurrent run decided first; keep its decision
 		}

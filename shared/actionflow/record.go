@@ -104,7 +104,7 @@ func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOu
 	// Delivery "recorded" on the action says the checkpoint holds the
 	// receipt, durably and for good (the checkpoint's own list of folded
 	// actions is bounded), so recovery never folds a receipt twice.
-	if _, err := s.updateAction(ctx, a.ActionID, 0, func(cur *Action) error {
+	if _, err := s.updateLoaded(ctx, a.ActionID, &a, 0, func(cur *Action) error {
 		st, err := ApplyReceipt(cur.States, rc)
 		if err != nil {
 			return &PermanentError{Code: "illegal_transition", Msg: err.Error()}

@@ -214,9 +214,18 @@ func (s *Service) saveAction(ctx context.Context, a *Action, fence int64) error 
 // updateAction re-reads and applies mutate until the CAS wins (bounded).
 // mutate returning errStop ends without writing.
 func (s *Service) updateAction(ctx context.Context, id ids.ActionID, fence int64, mutate func(a *Action) error) (Action, error) {
+	return s.updateLoaded(ctx, id, nil, fence, mutate)
+}
+
+// updateLoaded is updateAction starting from an action the caller already
+// read (saving a read); a lost race re-reads it from the store.
+func (s *Service) updateLoaded(ctx context.Context, id ids.ActionID, loaded *Action, fence int64, mutate func(a *Action) error) (Action, error) {
 	for i := 0; ; i++ {
-		a, err := s.getAction(ctx, id)
-		if err != nil {
+		var a Action
+		var err error
+		if i == 0 && loaded != nil {
+			a = *loaded
+		} else if a, err = s.getAction(ctx, id); err != nil {
 			return a, err
 		}
 		if err := mutate(&a); err != nil {

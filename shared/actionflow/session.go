@@ -82,17 +82,3 @@ func (r *SessionRecords) add(s *Service, it store.Item) error {
 	}
 	return nil
 }
-
-// AppendSessionEvent appends an event to its session's log (and notifies live
-// streams) for callers outside the lifecycle steps: the API's audit events
-// ("audit.denied") and policy changes. data, if not nil, is encoded as the
-// event's data.
-func (s *Service) AppendSessionEvent(ctx context.Context, ev Event, data any) (Event, error) {
-	if err := ids.Validate("session_id", string(ev.SessionID)); err != nil {
-		return ev, &ValidationError{Field: "session_id", Msg: err.Error()}
-	}
-	if ev.Type == "" {
-		return ev, &ValidationError{Field: "type", Msg: "an event needs a type"}
-	}
-	return s.appendEvent(ctx, ev, data)
-}

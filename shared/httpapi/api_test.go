@@ -11,6 +11,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/policystore"
 )
@@ -198,29 +199,67 @@ func TestExecutionControlsAndCommands(t *testing.T) {
 	human := s.token(auth.RoleHuman, "ses_1")
 	v := s.submit(human, "ses_1", "k", submitBody("noop", `{}`, "c1"))
 	s.waitAction(human, v.ActionID)
-	r := s.do(req{method: "GET", path: "/v1/executions/" + string(v.ExecutionID), token: s.token(auth.RoleAgent, "ses_1")})
-	var ev httpapi.ExecutionView
-	r.decode(t, &ev)
-	if r.status != 200 || ev.Execution.ExecutionID != v.ExecutionID || strings.Join(ev.Controls, ",") != "pause,cancel,steer" || ev.Checkpoint.Recorded != 1 {
-		t.Fatalf("execution: %d %s", r.status, r.body)
+	execution := func() httpapi.ExecutionView {
+		var ev httpapi.ExecutionView
+		r := s.do(req{method: "GET", path: "/v1/executions/" + string(v.ExecutionID), token: s.token(auth.RoleAgent, "ses_1")})
+		r.decode(t, &ev)
+		if r.status != 200 {
+			t.Fatalf("execution: %d %s", r.status, r.body)
+		}
+		return ev
 	}
-	one := int64(1)
+	ev := execution()
+	has := func(cs []string, c string) bool { return strings.Contains(","+strings.Join(cs, ",")+",", ","+c+",") }
+	if ev.Execution.ExecutionID != v.ExecutionID || ev.Checkpoint.Recorded != 1 || !has(ev.Controls, "pause") || has(ev.Controls, "continue") {
+		t.Fatalf("running execution %+v", ev)
+	}
 	path := "/v1/executions/" + string(v.ExecutionID) + "/commands"
-	r = s.do(req{method: "POST", path: path, token: human, body: httpapi.CommandBody{CommandID: "cmd_1", Type: "pause", ExpectedVersion: &one}})
+	version := ev.Execution.Version
+	send := func(id, typ string, expected int64) resp {
+		return s.do(req{method: "POST", path: path, token: human, body: httpapi.CommandBody{CommandID: ids.CommandID(id), Type: typ, ExpectedVersion: &expected}})
+	}
+	r := send("cmd_1", "pause", version)
 	var cr httpapi.CommandResult
 	r.decode(t, &cr)
-	if r.status != 202 || cr.Status != "accepted" {
-		t.Fatalf("command: %d %s", r.status, r.body)
+	if r.status != 202 || cr.CommandID != "cmd_1" || (cr.Status != "applied" && cr.Status != "accepted") {
+		t.Fatalf("pause: %d %s", r.status, r.body)
 	}
-	if got := s.control.seen[0]; got.Principal.Role != auth.RoleHuman || got.ExecutionID != v.ExecutionID {
-		t.Fatalf("command reached the service as %+v", got)
+	// The same command again is the same command.
+	if r := send("cmd_1", "pause", version); r.status != 202 {
+		t.Fatalf("repeated pause: %d %s", r.status, r.body)
 	}
-	two := int64(2)
-	r = s.do(req{method: "POST", path: path, token: human, body: httpapi.CommandBody{CommandID: "cmd_2", Type: "pause", ExpectedVersion: &two}})
-	if r.status != 409 {
+	deadline := time.Now().Add(10 * time.Second)
+	for ev = execution(); ev.Execution.Status != actionflow.ExecPaused; ev = execution() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not paused: %+v", ev.Execution)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !has(ev.Controls, "continue") || has(ev.Controls, "pause") {
+		t.Fatalf("paused execution advertises %v", ev.Controls)
+	}
+	// The version the pause was sent against is stale now.
+	r = send("cmd_2", "cancel", version)
+	e := r.errorBody(t)
+	if cur, _ := e.Current.(map[string]any); r.status != 409 || e.Code != "stale_version" || cur["execution_version"] != float64(ev.Execution.Version) {
 		t.Fatalf("stale command: %d %s", r.status, r.body)
 	}
-	r = s.do(req{method: "POST", path: path, token: human, body: map[string]any{"command_id": "cmd_3", "type": "pause"}})
+	// A control the execution does not support now.
+	r = send("cmd_3", "pause", ev.Execution.Version)
+	if e := r.errorBody(t); r.status != 409 || e.Code != "control_unavailable" {
+		t.Fatalf("pause of a paused execution: %d %s", r.status, r.body)
+	}
+	// Activity: a user pause needs attention.
+	var act struct {
+		NeedsAttention []struct {
+			Status string `json:"status"`
+		} `json:"needs_attention"`
+	}
+	s.do(req{method: "GET", path: "/v1/sessions/ses_1/activity", token: human}).decode(t, &act)
+	if len(act.NeedsAttention) != 1 || act.NeedsAttention[0].Status != "Paused" {
+		t.Fatalf("activity after pause: %+v", act)
+	}
+	r = s.do(req{method: "POST", path: path, token: human, body: map[string]any{"command_id": "cmd_4", "type": "continue"}})
 	if r.status != 400 || r.errorBody(t).Field != "expected_version" {
 		t.Fatalf("command without version: %d %s", r.status, r.body)
 	}

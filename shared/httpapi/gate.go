@@ -108,7 +108,7 @@ func (h *api) audit(r *http.Request, rt route, p actionflow.Principal, t target,
 	}
 	data := map[string]any{"subject": p.Subject, "role": p.Role, "token_session": p.Session, "origin": p.Origin,
 		"capability": rt.need, "route": rt.pattern, "path": r.URL.Path, "reason": reason}
-	if _, err := h.svc.AppendSessionEvent(r.Context(), ev, data); err != nil {
+	if _, err := h.svc.AppendEvent(r.Context(), ev, data); err != nil {
 		h.log.ErrorContext(r.Context(), "api: audit event not written", "error", err, "subject", p.Subject, "route", rt.pattern)
 	}
 }

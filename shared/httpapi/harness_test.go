@@ -128,27 +128,6 @@ func (s *recordingStore) Append(ctx context.Context, stream string, body []byte)
 	return s.Store.Append(ctx, stream, body)
 }
 
-// fakeControl stands in for the command service.
-type fakeControl struct {
-	mu   sync.Mutex
-	seen []httpapi.CommandRequest
-}
-
-func (c *fakeControl) Command(_ context.Context, req httpapi.CommandRequest) (httpapi.CommandResult, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seen = append(c.seen, req)
-	if req.ExpectedVersion != 1 {
-		return httpapi.CommandResult{}, &actionflow.ConflictError{Code: "stale_version", Msg: "the execution is at version 1",
-			Current: map[string]any{"execution_version": 1}}
-	}
-	return httpapi.CommandResult{CommandID: req.CommandID, ExecutionID: req.ExecutionID, Type: req.Type, Status: "accepted", ExecutionVersion: 1}, nil
-}
-
-func (c *fakeControl) Controls(context.Context, actionflow.Execution) ([]string, error) {
-	return []string{"pause", "cancel", "steer"}, nil
-}
-
 type fakeTools struct{}
 
 func (fakeTools) VisibleTools(_ context.Context, session ids.SessionID) (httpapi.ToolList, error) {
@@ -161,16 +140,15 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // stack is the API over the embedded lifecycle: SQLite store,
 // actionflow.Service, the embedded Step Functions engine running the ASL.
 type stack struct {
-	t       testing.TB
-	url     string
-	svc     *actionflow.Service
-	st      *recordingStore
-	issuer  *auth.Issuer
-	exec    *countingExecutor
-	control *fakeControl
-	bus     *eventbus.Bus
-	spec    *openAPI
-	client  *http.Client
+	t      testing.TB
+	url    string
+	svc    *actionflow.Service
+	st     *recordingStore
+	issuer *auth.Issuer
+	exec   *countingExecutor
+	bus    *eventbus.Bus
+	spec   *openAPI
+	client *http.Client
 }
 
 func newStack(t testing.TB, opts ...func(*httpapi.Config)) *stack {
@@ -212,8 +190,8 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 	if err != nil {
 		t.Fatal(err)
 	}
-	control := &fakeControl{}
-	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: control, Tools: fakeTools{}, Wake: es.Bus,
+	ctl := httpapi.ControlService{Service: es.Control}
+	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: ctl, Facts: ctl, Tools: fakeTools{}, Wake: es.Bus,
 		PollInterval: 50 * time.Millisecond, Heartbeat: 200 * time.Millisecond, MaxWait: 5 * time.Second, MaxBodyBytes: 16 << 10}
 	for _, o := range opts {
 		o(&cfg)
@@ -231,7 +209,7 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 		es.Close(ctx)
 		sq.Close()
 	})
-	return &stack{t: t, url: srv.URL, svc: es.Service, st: st, issuer: issuer, exec: exec, control: control, bus: es.Bus,
+	return &stack{t: t, url: srv.URL, svc: es.Service, st: st, issuer: issuer, exec: exec, bus: es.Bus,
 		spec: loadOpenAPI(t), client: srv.Client()}
 }
 

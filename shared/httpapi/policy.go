@@ -48,7 +48,7 @@ func (h *api) putPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.AppendSessionEvent(r.Context(), actionflow.Event{Type: "policy.updated", SessionID: c.t.Session},
+	if _, err := h.svc.AppendEvent(r.Context(), actionflow.Event{Type: "policy.updated", SessionID: c.t.Session},
 		map[string]any{"version": d.Version, "restart_window_seconds": d.RestartWindowSeconds, "by": c.p}); err != nil {
 		// The policy is saved; only its notification is missing.
 		h.log.WarnContext(r.Context(), "api: policy saved, event not appended", "session_id", c.t.Session, "error", err)

@@ -36,6 +36,23 @@ type Store struct {
 	queries sync.Map // queryShape -> *sql.Stmt on r
 	ckpt    *checkpointer
 	ckptDB  *sql.DB
+
+	// Group commit: writes queue to one writer goroutine, which runs every
+	// queued write in its own savepoint of one transaction and commits once.
+	mu         sync.RWMutex // guards closed and sends on reqs
+	closed     bool
+	reqs       chan *writeReq
+	writerDone chan struct{}
+}
+
+// maxBatch bounds the writes committed together.
+const maxBatch = 128
+
+type writeReq struct {
+	ctx  context.Context
+	op   string
+	fn   func(tx *sql.Tx) error
+	done chan error
 }
 
 // DefaultPath is where `lifecycle serve` keeps its store unless told
@@ -137,6 +154,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s.ckpt = startCheckpointer(s.ckptDB)
+	s.reqs = make(chan *writeReq, maxBatch)
+	s.writerDone = make(chan struct{})
+	go s.writer()
 	return s, nil
 }
 
@@ -169,6 +189,14 @@ func (s *Store) Path() string { return s.path }
 // Close releases the connections. SQLite checkpoints the WAL into the main
 // file when the last connection closes.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if !s.closed && s.reqs != nil {
+		s.closed = true
+		close(s.reqs)
+		<-s.writerDone
+	}
+	s.closed = true
+	s.mu.Unlock()
 	if s.ckpt != nil {
 		s.ckpt.stop()
 	}
@@ -190,28 +218,137 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer
-// connection. A conditional failure that fn returns (a typed store error)
-// rolls back; so does every database error, which becomes an
-// *store.UnavailableError: nothing of the operation is left behind.
+// write runs fn as one atomic write. A conditional failure that fn returns
+// (a typed store error) undoes everything fn did; so does every database
+// error, which becomes an *store.UnavailableError: nothing of the operation
+// is left behind.
+//
+// Writes are group-committed: concurrent writes queue to the single writer
+// goroutine, which runs each in its own SAVEPOINT inside one BEGIN IMMEDIATE
+// transaction and commits the batch once. A write returns only after the
+// commit that contains it, so durability is unchanged; what is shared is
+// the cost of the commit (one WAL append for the batch instead of one per
+// write). A failing commit fails every write of its batch, none of which is
+// then in the database.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return unavailable(op, err)
 	}
-	if err := fn(tx); err != nil {
+	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return unavailable(op, errors.New("store is closed"))
+	}
+	s.reqs <- req
+	s.mu.RUnlock()
+	// Wait even if ctx ends meanwhile: the write may already be committed,
+	// and the caller must learn which.
+	return <-req.done
+}
+
+func (s *Store) writer() {
+	defer close(s.writerDone)
+	batch := make([]*writeReq, 0, maxBatch)
+	for first := range s.reqs {
+		batch = append(batch[:0], first)
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+func (s *Store) commitBatch(batch []*writeReq) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	defer finish()
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		for i, r := range batch {
+			results[i] = unavailable(r.op, err)
+		}
+		return
+	}
+	failAll := func(err error) {
 		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			err = errors.Join(err, rbErr)
 		}
-		return err
+		// Every result of the batch is void, conditional failures
+		// included: they may have been judged against a write of this
+		// batch that is now gone.
+		for i, r := range batch {
+			results[i] = unavailable(r.op, err)
+		}
+	}
+	wrote := false
+	single := len(batch) == 1
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = unavailable(r.op, err)
+			continue
+		}
+		if !single {
+			if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+				failAll(err)
+				return
+			}
+		}
+		if err := r.fn(tx); err != nil {
+			results[i] = err
+			if single {
+				if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+					results[i] = errors.Join(err, rbErr)
+				}
+				return
+			}
+			// Undo this write only. If SQLite already rolled the whole
+			// transaction back (an I/O error does), the savepoint is gone
+			// and so is every earlier write of the batch.
+			if _, rbErr := tx.Exec(`ROLLBACK TO w`); rbErr != nil {
+				failAll(rbErr)
+				return
+			}
+			if _, rbErr := tx.Exec(`RELEASE w`); rbErr != nil {
+				failAll(rbErr)
+				return
+			}
+			continue
+		}
+		if !single {
+			if _, err := tx.Exec(`RELEASE w`); err != nil {
+				failAll(err)
+				return
+			}
+		}
+		wrote = true
+	}
+	if !wrote {
+		tx.Rollback()
+		return
 	}
 	if err := tx.Commit(); err != nil {
-		return unavailable(op, err)
+		for i, r := range batch {
+			results[i] = unavailable(r.op, err)
+		}
+		return
 	}
 	if s.ckpt != nil {
 		s.ckpt.wrote()
 	}
-	return nil
 }
 
 // unavailable wraps a database error: the backend failed, nothing was

@@ -1,0 +1,53 @@
+// Command api is the HTTP API Lambda behind API Gateway (HTTP API, payload
+// format 2.0). The gateway's JWT authorizer verifies tokens; the handler
+// reads the verified claims (sub, role, sid) from the request context
+// (auth.GatewayClaims). API Gateway cannot stream, so the events route
+// answers JSON batches, and long polls stay under the 29 s integration
+// limit.
+package main
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/awsstack"
+	"github.com/openprogram/lifecycle/shared/control"
+	"github.com/openprogram/lifecycle/shared/decider"
+	"github.com/openprogram/lifecycle/shared/hosttools"
+	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/httpapi/apigw"
+	"github.com/openprogram/lifecycle/shared/permission"
+	"github.com/openprogram/lifecycle/shared/policystore"
+)
+
+func main() {
+	d := awsstack.Must("LIFECYCLE_STATE_MACHINE_ARN")
+	ctl, err := control.New(control.Config{Flow: d.Service, Logger: d.Logger})
+	if err != nil {
+		slog.Error("wiring", "error", err)
+		os.Exit(1)
+	}
+	policies := policystore.New(d.Store, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)))
+	catalog := append([]permission.ToolSpec(nil), hosttools.Specs...)
+	for _, arn := range d.Env.ToolFunctionARNs {
+		catalog = append(catalog, permission.ToolSpec{Name: arn[strings.LastIndex(arn, ":")+1:]})
+	}
+	commands := httpapi.ControlService{Service: ctl}
+	h, err := httpapi.New(httpapi.Config{
+		Service: d.Service, Auth: auth.GatewayClaims{}, Policies: policies, Control: commands, Facts: commands,
+		Tools: httpapi.PermissionTools{Policies: policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy},
+			Default: decider.DefaultPolicy(), Catalog: catalog},
+		Logger: d.Logger, DisableStreaming: true, NoUI: true, MaxWait: 20 * time.Second,
+	})
+	if err != nil {
+		slog.Error("wiring", "error", err)
+		os.Exit(1)
+	}
+	lambda.Start(apigw.Handler{H: h}.Handle)
+}

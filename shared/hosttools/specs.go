@@ -1,0 +1,24 @@
+package hosttools
+
+import (
+	"encoding/json"
+
+	"github.com/openprogram/lifecycle/shared/permission"
+)
+
+// Specs are the model-facing descriptions of the host tools Runner runs,
+// with input schemas matching the arguments it reads. The API filters them
+// against a session's live rules (permission.VisibleTools) for GET /v1/tools.
+var Specs = []permission.ToolSpec{
+	{Name: "Bash", Description: "Run a shell command in the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{` +
+		`"command":{"type":"string","description":"The command; the whole program is reviewed."},` +
+		`"description":{"type":"string","description":"What it does, for people (not part of its identity)."},` +
+		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."},` +
+		`"cwd":{"type":"string","description":"Working directory inside the workspace."}}}`)},
+	{Name: "Read", Description: "Read a file of the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path"],"properties":{` +
+		`"file_path":{"type":"string"}}}`)},
+	{Name: "Write", Description: "Write a file of the workspace (replacing it).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path","content"],"properties":{` +
+		`"file_path":{"type":"string"},"content":{"type":"string"}}}`)},
+	{Name: "Edit", Description: "Replace text in a file of the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path","old_string","new_string"],"properties":{` +
+		`"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}}}`)},
+}
