@@ -42,8 +42,11 @@ type Config struct {
 	// Empty with NoHostWorker set: no host worker.
 	Workspace    string
 	NoHostWorker bool
-	// Decider decides permissions. Required.
+	// Decider decides permissions. Either Decider or NewDecider is required.
 	Decider actionflow.Decider
+	// NewDecider builds the decider over the stack's own store (the
+	// permission engine keeps its refusal counters and policies there).
+	NewDecider func(st store.Store) (actionflow.Decider, error)
 	// Routes add to executor.DefaultRoutes.
 	Routes executor.Routes
 	// Executors add to the built-in ones (noop).
@@ -112,8 +115,8 @@ func FunctionARN(name string) string {
 // Start opens the store, builds the service and the engine, resumes stored
 // executions and starts the host worker.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
-	if cfg.Decider == nil {
-		return nil, errors.New("embedded: Config.Decider is required")
+	if cfg.Decider == nil && cfg.NewDecider == nil {
+		return nil, errors.New("embedded: Config.Decider or Config.NewDecider is required")
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = ".lifecycle"
@@ -141,6 +144,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	fail := func(err error) (*Stack, error) {
 		s.Close(context.Background())
 		return nil, err
+	}
+	if cfg.Decider == nil {
+		d, err := cfg.NewDecider(s.Store)
+		if err != nil {
+			return fail(fmt.Errorf("decider: %w", err))
+		}
+		cfg.Decider = d
 	}
 
 	// The engine's API listens first, so the client (and the service that
