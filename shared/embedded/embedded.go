@@ -97,6 +97,7 @@ type Stack struct {
 	Attempt  ids.AttemptID
 
 	ownStore  bool
+	lock      *os.File
 	sfnServer *http.Server
 	transport *http.Transport
 	cancel    context.CancelFunc
@@ -132,8 +133,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
-		st, err := sqlitestore.Open(filepath.Join(cfg.StateDir, "state.db"))
+		// One process per state directory: two engines resuming the same
+		// executions would race each other, and the item cache below
+		// relies on this process being the file's only writer.
+		lock, err := lockDir(cfg.StateDir)
 		if err != nil {
+			return nil, err
+		}
+		s.lock = lock
+		st, err := sqlitestore.Open(filepath.Join(cfg.StateDir, "state.db"), sqlitestore.WithItemCache(20_000))
+		if err != nil {
+			lock.Close()
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		s.Store, s.ownStore = st, true
@@ -366,6 +376,11 @@ func (s *Stack) Close(ctx context.Context) error {
 	}
 	if s.ownStore && s.Store != nil {
 		errs = append(errs, s.Store.Close())
+		s.ownStore = false
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close()) // releases the flock
+		s.lock = nil
 	}
 	return errors.Join(errs...)
 }
