@@ -62,10 +62,14 @@ $(NODE_TOOLS)/asl-validator-$(ASL_VALIDATOR_VERSION).stamp:
 	npm install --prefix $(NODE_TOOLS) --no-save --no-package-lock --no-audit --no-fund asl-validator@$(ASL_VALIDATOR_VERSION)
 	touch $@
 
-## bench: store operation cost at 1k and 100k stored actions, end-to-end lifecycle throughput
+## bench: store operation cost at 1k and 100k stored actions, the engine alone, and the whole lifecycle
+## end to end (allow/ask/deny, empty and with 100k actions stored; the 100k store is built once and cached
+## under $$TMPDIR)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x ./shared/store/sqlitestore/
 	$(GO) test -run '^$$' -bench AllowPath -benchtime 2000x ./shared/sfnlocal/
+	$(GO) test -run '^$$' -bench Decide -benchmem ./shared/permission/
+	$(GO) test -run '^$$' -bench Lifecycle -benchtime 3000x -timeout 60m ./shared/embedded/
 
 ## fuzz: a short fuzzing pass over the rule parser and the Bash analysis
 FUZZTIME ?= 30s

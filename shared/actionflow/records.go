@@ -1,6 +1,7 @@
 package actionflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -279,10 +280,14 @@ func decode[T any](it store.Item, what string) (T, error) {
 	return v, nil
 }
 
+// encode writes records without HTML escaping, so stored arguments read
+// back exactly as submitted ("a > b", not "a \u003e b").
 func encode(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		panic(fmt.Sprintf("encode %T: %v", v, err)) // only plain structs are encoded
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

@@ -207,22 +207,28 @@ func populated(b *testing.B, stored int) string {
 // BenchmarkLifecycle runs actions end to end through the embedded stack
 // (real ASL, engine, handlers, SQLite) and reports throughput, latency and
 // per-action cost, on an empty store and with 100k actions already stored.
+// Each path runs 32 closed-loop clients (latency is then mostly queueing:
+// 32 in flight / throughput); allow-c4 runs 4, to show the latency of one
+// action when the stack is not saturated.
 //
 //	go test -run '^$' -bench Lifecycle -benchtime 3000x ./shared/embedded/
 func BenchmarkLifecycle(b *testing.B) {
 	for _, stored := range []int{0, 100_000} {
-		for _, path := range []struct{ name, tool string }{{"allow", "noop"}, {"ask", "noop_ask"}, {"deny", "noop_deny"}} {
+		for _, path := range []struct {
+			name, tool  string
+			concurrency int
+		}{{"allow", "noop", 32}, {"ask", "noop_ask", 32}, {"deny", "noop_deny", 32}, {"allow-c4", "noop", 4}} {
 			b.Run(fmt.Sprintf("%s/stored=%dk", path.name, stored/1000), func(b *testing.B) {
 				if stored > 0 && testing.Short() {
 					b.Skip("short")
 				}
 				bs := startBench(b, populated(b, stored))
-				bs.run(b, path.tool, 200, 32) // warm up
+				bs.run(b, path.tool, 200, path.concurrency) // warm up
 				u0, inv0 := bs.meter.Usage(), bs.invocations.Load()
 				runtime.GC()
 				b.ResetTimer()
 				t0 := time.Now()
-				lat, sample := bs.run(b, path.tool, b.N, 32)
+				lat, sample := bs.run(b, path.tool, b.N, path.concurrency)
 				elapsed := time.Since(t0)
 				b.StopTimer()
 				u := bs.meter.Usage().Sub(u0)

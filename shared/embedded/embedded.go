@@ -42,8 +42,11 @@ type Config struct {
 	// Empty with NoHostWorker set: no host worker.
 	Workspace    string
 	NoHostWorker bool
-	// Decider decides permissions. Required.
+	// Decider decides permissions. Either Decider or NewDecider is required.
 	Decider actionflow.Decider
+	// NewDecider builds the decider over the stack's own store (the
+	// permission engine keeps its refusal counters and policies there).
+	NewDecider func(st store.Store) (actionflow.Decider, error)
 	// Routes add to executor.DefaultRoutes.
 	Routes executor.Routes
 	// Executors add to the built-in ones (noop).
@@ -94,6 +97,7 @@ type Stack struct {
 	Attempt  ids.AttemptID
 
 	ownStore  bool
+	lock      *os.File
 	sfnServer *http.Server
 	transport *http.Transport
 	cancel    context.CancelFunc
@@ -112,8 +116,8 @@ func FunctionARN(name string) string {
 // Start opens the store, builds the service and the engine, resumes stored
 // executions and starts the host worker.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
-	if cfg.Decider == nil {
-		return nil, errors.New("embedded: Config.Decider is required")
+	if cfg.Decider == nil && cfg.NewDecider == nil {
+		return nil, errors.New("embedded: Config.Decider or Config.NewDecider is required")
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = ".lifecycle"
@@ -129,8 +133,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
-		st, err := sqlitestore.Open(filepath.Join(cfg.StateDir, "state.db"))
+		// One process per state directory: two engines resuming the same
+		// executions would race each other, and the item cache below
+		// relies on this process being the file's only writer.
+		lock, err := lockDir(cfg.StateDir)
 		if err != nil {
+			return nil, err
+		}
+		s.lock = lock
+		st, err := sqlitestore.Open(filepath.Join(cfg.StateDir, "state.db"), sqlitestore.WithItemCache(20_000))
+		if err != nil {
+			lock.Close()
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		s.Store, s.ownStore = st, true
@@ -141,6 +154,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	fail := func(err error) (*Stack, error) {
 		s.Close(context.Background())
 		return nil, err
+	}
+	if cfg.Decider == nil {
+		d, err := cfg.NewDecider(s.Store)
+		if err != nil {
+			return fail(fmt.Errorf("decider: %w", err))
+		}
+		cfg.Decider = d
 	}
 
 	// The engine's API listens first, so the client (and the service that
@@ -356,6 +376,11 @@ func (s *Stack) Close(ctx context.Context) error {
 	}
 	if s.ownStore && s.Store != nil {
 		errs = append(errs, s.Store.Close())
+		s.ownStore = false
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close()) // releases the flock
+		s.lock = nil
 	}
 	return errors.Join(errs...)
 }

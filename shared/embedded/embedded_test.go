@@ -2,6 +2,7 @@ package embedded_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -190,4 +191,21 @@ func TestPendingApprovalSurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart: %+v", got.States)
 	}
 	var _ store.Store = s2.Store
+}
+
+// One process per state directory: a second stack on the same directory
+// is refused while the first runs, and allowed once it stopped.
+func TestStateDirIsExclusive(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	ex := &countingExecutor{}
+	s := start(t, dir, ws, ex)
+	_, err := embedded.Start(context.Background(), embedded.Config{StateDir: dir, NoHostWorker: true, Decider: &lazyDecider{}})
+	if !errors.Is(err, embedded.ErrStateDirBusy) {
+		t.Fatalf("second stack on the same directory: %v", err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s2 := start(t, dir, ws, ex)
+	s2.Close(context.Background())
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,8 +94,14 @@ func (h *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, ErrorBody{Error: d})
 }
 
+// writeJSON writes v without HTML escaping: tool arguments read back exactly
+// as submitted ("a && b > c"), which is what a reviewer must see.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		slog.Error("api: encode response", "error", err)
 		status = http.StatusInternalServerError

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/actionflow/flowtest"
@@ -59,6 +60,11 @@ func runEmbeddedCase(t *testing.T, point, tool string, host, userPause bool) {
 		}
 		e.runHosts()
 		e.decideAll("approve")
+	}
+	// settled() reads the open-action index, which a projection leaves just
+	// before the after_projection point: give the engine its last moment.
+	for deadline := time.Now().Add(10 * time.Second); (!fired.Load() || !e.dead()) && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
 	}
 	if !fired.Load() || !e.dead() {
 		t.Fatalf("fault %s: fired %v, process dead %v", point, fired.Load(), e.dead())

@@ -60,12 +60,24 @@ func (s *Store) Get(ctx context.Context, key store.Key) (store.Item, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return store.Item{}, fmt.Errorf("get %s: %w", key, err)
 	}
+	var seq uint64
+	cached := s.cache != nil && !store.ReservedSK(key.SK)
+	if cached {
+		var hit bool
+		var it store.Item
+		if it, hit, seq = s.cache.get(key); hit {
+			return it, nil
+		}
+	}
 	it, err := scanItem(s.stmts.rGetItem.QueryRowContext(ctx, key.PK, key.SK))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Item{}, fmt.Errorf("get %s: %w", key, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Item{}, unavailable("get "+key.String(), err)
+	}
+	if cached {
+		s.cache.fill(it, seq)
 	}
 	return it, nil
 }
@@ -99,7 +111,7 @@ func (s *Store) PutOnce(ctx context.Context, item store.Item) error {
 		return fmt.Errorf("put-once: %w", err)
 	}
 	op := "put-once " + item.Key().String()
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeItems(ctx, op, []store.Item{asStored(item)}, func(tx *sql.Tx) error {
 		inserted, err := s.insertTx(ctx, tx, item)
 		if err != nil {
 			return unavailable(op, err)
@@ -125,7 +137,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, item store.Item, expected, f
 		return fmt.Errorf("compare-and-swap: %w", err)
 	}
 	op := "compare-and-swap " + item.Key().String()
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeItems(ctx, op, []store.Item{asStored(item)}, func(tx *sql.Tx) error {
 		var (
 			done bool
 			err  error
@@ -196,7 +208,7 @@ func (s *Store) PutOnceIfVersion(ctx context.Context, item store.Item, guard sto
 		return fmt.Errorf("put-once-if-version: %w", err)
 	}
 	op := "put-once " + item.Key().String() + " if " + guard.String()
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeItems(ctx, op, []store.Item{asStored(item)}, func(tx *sql.Tx) error {
 		// The item is checked first: a repeated command whose item exists is
 		// reported as *ConflictError (with the stored command) even when the
 		// guard's version has moved on since, so the caller can recognise

@@ -43,6 +43,7 @@ type Store struct {
 	closed     bool
 	reqs       chan *writeReq
 	writerDone chan struct{}
+	cache      *itemCache // nil unless WithItemCache
 }
 
 // maxBatch bounds the writes committed together.
@@ -53,6 +54,8 @@ type writeReq struct {
 	op   string
 	fn   func(tx *sql.Tx) error
 	done chan error
+	// items are what the write stores when it succeeds (for the item cache).
+	items []store.Item
 }
 
 // DefaultPath is where `lifecycle serve` keeps its store unless told
@@ -63,9 +66,10 @@ const DefaultPath = ".lifecycle/state.db"
 type Option func(*options)
 
 type options struct {
-	readers int
-	fault   Fault
-	sync    string
+	cacheItems int
+	readers    int
+	fault      Fault
+	sync       string
 }
 
 // Fault is consulted before every statement the store's connections run
@@ -76,6 +80,12 @@ type Fault func(query string) error
 
 // WithFault installs f on every connection of the store (tests only).
 func WithFault(f Fault) Option { return func(o *options) { o.fault = f } }
+
+// WithItemCache keeps up to n items in a write-through cache in memory,
+// so reads of recently written items skip the database. Use it only when
+// this Store is the only writer of the file (no other process or Store on
+// the same path): the embedded stack locks its state directory for that.
+func WithItemCache(n int) Option { return func(o *options) { o.cacheItems = n } }
 
 // WithReaders sets the number of read connections (default 4).
 func WithReaders(n int) Option {
@@ -154,6 +164,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s.ckpt = startCheckpointer(s.ckptDB)
+	if o.cacheItems > 0 {
+		s.cache = newItemCache(o.cacheItems)
+	}
 	s.reqs = make(chan *writeReq, maxBatch)
 	s.writerDone = make(chan struct{})
 	go s.writer()
@@ -231,10 +244,16 @@ func (s *Store) Close() error {
 // write). A failing commit fails every write of its batch, none of which is
 // then in the database.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return s.writeItems(ctx, op, nil, fn)
+}
+
+// writeItems is write for operations that store items: when it succeeds,
+// items (as stored) go into the item cache before it returns.
+func (s *Store) writeItems(ctx context.Context, op string, items []store.Item, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return unavailable(op, err)
 	}
-	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1)}
+	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1), items: items}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -345,6 +364,13 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			results[i] = unavailable(r.op, err)
 		}
 		return
+	}
+	if s.cache != nil {
+		for i, r := range batch {
+			if results[i] == nil && len(r.items) > 0 {
+				s.cache.stored(r.items)
+			}
+		}
 	}
 	if s.ckpt != nil {
 		s.ckpt.wrote()

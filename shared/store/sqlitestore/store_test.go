@@ -26,3 +26,9 @@ func openTemp(t *testing.T, opts ...sqlitestore.Option) *sqlitestore.Store {
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
 }
+
+// The same contract holds with the write-through item cache (a small one,
+// so eviction runs too).
+func TestContractWithItemCache(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t, sqlitestore.WithItemCache(64)) })
+}

@@ -1,0 +1,16 @@
+// Command lifecycle is the CLI of the OpenProgram action lifecycle.
+//
+//	lifecycle serve      the whole embedded stack in one process (make run)
+//	lifecycle token      issue a local API token
+//	lifecycle submit     submit a tool call as an agent
+//	lifecycle show       an action, its decision, outcome, delivery and receipt
+//	lifecycle approvals  pending approvals of a session
+//	lifecycle approve / decline
+//	lifecycle command    send an execution control (pause, continue, cancel, ...)
+//	lifecycle activity   the session's Activity sections
+//	lifecycle tail       follow the session's events
+//	lifecycle policy     read or replace the session's policy
+//	lifecycle host       run a host worker against a remote API
+//
+// Output is human-readable by default; --json prints JSON for scripts.
+package main

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openprogram/lifecycle/cmd/lifecycle/clientcmd"
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/decider"
+	"github.com/openprogram/lifecycle/shared/embedded"
+	"github.com/openprogram/lifecycle/shared/hosttools"
+	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/permission"
+	"github.com/openprogram/lifecycle/shared/permission/riskreview"
+	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/recovery"
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+type serveOptions struct {
+	addr, stateDir, workspace, session, restartWindow, logLevel string
+	sweep                                                       time.Duration
+}
+
+func serveCmd() *cobra.Command {
+	o := serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the whole lifecycle in one process: SQLite store, embedded Step Functions, API, UI, host worker",
+		Long: `serve starts the embedded stack: the durable SQLite store (--state-dir), the embedded
+Step Functions engine running statemachines/action-lifecycle.asl.json, the lifecycle handlers,
+the HTTP API and the Activity UI on --addr, the recovery sweeper, and a host worker that runs
+Bash/Read/Write/Edit in --workspace. Kill it at any point and start it again: it continues
+from what it stored.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), o, cmd.OutOrStdout()) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address of the API and UI")
+	f.StringVar(&o.stateDir, "state-dir", envOr("LIFECYCLE_STATE_DIR", clientcmd.DefaultStateDir), "durable state: state.db, blobs, the token key (env LIFECYCLE_STATE_DIR)")
+	f.StringVar(&o.workspace, "workspace", "workspace", "directory the host worker runs tools in")
+	f.StringVar(&o.session, "session", "ses_local", "session of the printed human token")
+	f.StringVar(&o.restartWindow, "restart-window", "-1", "automatic continuation after an interruption: -1 unlimited, 0 off, or a duration (2h)")
+	f.DurationVar(&o.sweep, "sweep-interval", time.Minute, "recovery sweep period (the EventBridge schedule's stand-in)")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func serve(ctx context.Context, o serveOptions, out io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	window, err := recovery.ParseWindow(o.restartWindow)
+	if err != nil {
+		return fmt.Errorf("--restart-window: %w", err)
+	}
+	if err := ids.Validate("--session", o.session); err != nil {
+		return err
+	}
+	ws, err := filepath.Abs(o.workspace)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	home, _ := os.UserHomeDir()
+	key, err := auth.LoadOrCreateKey(o.stateDir)
+	if err != nil {
+		return err
+	}
+	issuer, err := auth.NewIssuer(key)
+	if err != nil {
+		return err
+	}
+	// Listen before starting anything, so a busy port fails fast.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	defer ln.Close()
+
+	var policies *policystore.Store
+	var live policystore.Parsed[*permission.Policy]
+	stateDB, _ := filepath.Abs(filepath.Join(o.stateDir, "state.db"))
+	es, err := embedded.Start(ctx, embedded.Config{
+		StateDir: o.stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
+		NewDecider: func(st store.Store) (actionflow.Decider, error) {
+			policies = policystore.New(st, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)))
+			live = policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy}
+			eng, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: st, FS: permission.OSFS{},
+				// The model must never write the service's own state.
+				ProtectedPaths: []string{stateDB, filepath.Dir(stateDB)}})
+			if err != nil {
+				return nil, err
+			}
+			return &decider.Decider{Engine: eng, Policies: live, ProjectRoot: ws, WorkingDir: ws, HomeDir: home}, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ctl := httpapi.ControlService{Service: es.Control}
+	api, err := httpapi.New(httpapi.Config{
+		Service: es.Service, Auth: issuer, Policies: policies, Control: ctl, Facts: ctl, Wake: es.Bus, Logger: log,
+		Tools: httpapi.PermissionTools{Policies: live, Default: decider.DefaultPolicy(), Catalog: hosttools.Specs},
+	})
+	if err != nil {
+		es.Close(context.Background())
+		return err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	human, err := issuer.Issue(auth.RoleHuman, ids.SessionID(o.session), 12*time.Hour)
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(out, "OpenProgram action lifecycle is running.\n\n")
+	fmt.Fprintf(out, "  Activity UI   %s/ui/#token=%s\n", base, human)
+	fmt.Fprintf(out, "  API           %s/v1   (health: %s/healthz)\n", base, base)
+	fmt.Fprintf(out, "  Human token   %s   (session %s, 12h)\n", human, o.session)
+	fmt.Fprintf(out, "  State         %s   Workspace %s\n", stateDB, ws)
+	fmt.Fprintf(out, "  Step Functions endpoint (AWS_ENDPOINT_URL_SFN)  %s\n\n", es.SFNEndpoint)
+	fmt.Fprintf(out, "An agent token: lifecycle token --role agent --session %s\n", o.session)
+	fmt.Fprintf(out, "Submit:         lifecycle submit --session %s --tool Bash --args '{\"command\":\"ls\"}' --token <agent token>\n", o.session)
+	fmt.Fprintf(out, "Stop with Ctrl-C (an orderly stop pauses running work for automatic continuation).\n")
+
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-sig.Done():
+	case err := <-serveErr:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("api server stopped", "error", err)
+		}
+	}
+	fmt.Fprintln(out, "stopping...")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return es.Close(sctx)
+}
