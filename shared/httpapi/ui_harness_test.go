@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,41 +27,6 @@ import (
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
-
-// controlAPI serves the API's command routes with the real command service
-// (package control), so the browser sees real advertised controls, real
-// versions and real accepted/applied transitions.
-type controlAPI struct{ svc *control.Service }
-
-func (c controlAPI) Command(ctx context.Context, req httpapi.CommandRequest) (httpapi.CommandResult, error) {
-	rec, err := c.svc.Submit(ctx, req.ExecutionID, control.Command{ID: req.CommandID, Type: control.Control(req.Type),
-		ExpectedVersion: req.ExpectedVersion, Payload: req.Payload}, req.Principal)
-	var stale *control.StaleVersionError
-	var unsupported *control.UnsupportedError
-	switch {
-	case errors.As(err, &stale):
-		return httpapi.CommandResult{}, &actionflow.ConflictError{Code: "stale_version", Msg: stale.Error(),
-			Current: map[string]any{"execution_version": stale.Actual}}
-	case errors.As(err, &unsupported):
-		return httpapi.CommandResult{}, &actionflow.ConflictError{Code: "unsupported_control", Msg: unsupported.Error()}
-	case err != nil:
-		return httpapi.CommandResult{}, err
-	}
-	version := rec.ResultVersion
-	if version == 0 {
-		version = rec.ExpectedVersion
-	}
-	return httpapi.CommandResult{CommandID: rec.CommandID, ExecutionID: rec.ExecutionID, Type: string(rec.Type),
-		Status: string(rec.Status), Reason: rec.Reason, ExecutionVersion: version, ChildExecutionID: rec.Child}, nil
-}
-
-func (c controlAPI) Controls(_ context.Context, e actionflow.Execution) ([]string, error) {
-	out := []string{}
-	for _, ctl := range control.Controls(e) {
-		out = append(out, string(ctl))
-	}
-	return out, nil
-}
 
 // unknownExecutor reports an outcome nobody can vouch for (a connection
 // that dropped mid-call): the receipt says unknown, reconciliation required.
@@ -95,12 +59,18 @@ type uiStack struct {
 	noResponseRecord sync.Map
 }
 
-// Facts reports the missing response records (httpapi.FactSource).
-func (s *uiStack) Facts(_ context.Context, _ ids.SessionID, recs actionflow.SessionRecords) (map[ids.ExecutionID]activity.Facts, error) {
-	out := map[ids.ExecutionID]activity.Facts{}
+// Facts are the command service's (pending commands) and the missing
+// response records (httpapi.FactSource).
+func (s *uiStack) Facts(ctx context.Context, session ids.SessionID, recs actionflow.SessionRecords) (map[ids.ExecutionID]activity.Facts, error) {
+	out, err := httpapi.ControlService{Service: s.ctl}.Facts(ctx, session, recs)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range recs.Executions {
 		if _, ok := s.noResponseRecord.Load(e.ExecutionID); ok {
-			out[e.ExecutionID] = activity.Facts{ResponseRecordMissing: true}
+			f := out[e.ExecutionID]
+			f.ResponseRecordMissing = true
+			out[e.ExecutionID] = f
 		}
 	}
 	return out, nil
@@ -127,7 +97,7 @@ func newUIStack(t *testing.T) *uiStack {
 	}
 	s := &uiStack{ctl: es.Control, unknown: unknown, dropped: make(chan int, 1), held: make(chan int, 1)}
 	issuer := newIssuer(t)
-	h, err := httpapi.New(httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: controlAPI{es.Control}, Facts: s,
+	h, err := httpapi.New(httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: httpapi.ControlService{Service: es.Control}, Facts: s,
 		Wake: es.Bus, PollInterval: 50 * time.Millisecond, Heartbeat: time.Second, MaxWait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -286,9 +286,11 @@ async function refresh(s) {
     }
     applyApprovals(s, aps.approvals || []);
     s.activity = act;
-    renderActivity(s);
+    // The details' extra reads first, so Activity and the details change
+    // together and never disagree on screen.
     await loadDetails(s);
     if (!live(s)) return;
+    renderActivity(s);
     renderDetails(s);
     updateComposer(s);
   } catch (e) {
