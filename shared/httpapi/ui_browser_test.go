@@ -602,4 +602,22 @@ func TestUI(t *testing.T) {
 		p.wait(card(v.ActionID))
 		p.noNotice()
 	})
+
+	// Where the API answers the events route with JSON batches (behind
+	// API Gateway), the page long-polls them from the same position.
+	t.Run("long-poll fallback", func(t *testing.T) {
+		s := newUIStack(t, func(c *httpapi.Config) { c.DisableStreaming = true })
+		const session = "ses_batches"
+		human, agent := s.token(auth.RoleHuman, session), s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("risky", `{"command":"polled"}`, "c1"))
+		p.click(card(v.ActionID) + ` button[data-decision="approve"]`)
+		p.wait(card(v.ActionID) + `[data-state="answered"]`)
+		p.waitJS("the outcome in Activity", `document.querySelector('.section[data-section="in_progress"] .count').dataset.count === "1"`)
+		if leaked := eval[[]string](p, `performance.getEntriesByType("resource").map(e => e.name).filter(u => u.includes(`+jsString(human)+`))`); len(leaked) > 0 {
+			p.fail("the token went into request URLs: %v", leaked)
+		}
+		p.noNotice()
+	})
 }

@@ -76,7 +76,7 @@ func (s *uiStack) Facts(ctx context.Context, session ids.SessionID, recs actionf
 	return out, nil
 }
 
-func newUIStack(t *testing.T) *uiStack {
+func newUIStack(t *testing.T, opts ...func(*httpapi.Config)) *uiStack {
 	t.Helper()
 	dir := t.TempDir()
 	sq, err := sqlitestore.Open(filepath.Join(dir, "state.db"))
@@ -97,8 +97,12 @@ func newUIStack(t *testing.T) *uiStack {
 	}
 	s := &uiStack{ctl: es.Control, unknown: unknown, dropped: make(chan int, 1), held: make(chan int, 1)}
 	issuer := newIssuer(t)
-	h, err := httpapi.New(httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: httpapi.ControlService{Service: es.Control}, Facts: s,
-		Wake: es.Bus, PollInterval: 50 * time.Millisecond, Heartbeat: time.Second, MaxWait: 5 * time.Second})
+	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: httpapi.ControlService{Service: es.Control}, Facts: s,
+		Wake: es.Bus, PollInterval: 50 * time.Millisecond, Heartbeat: time.Second, MaxWait: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h, err := httpapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
