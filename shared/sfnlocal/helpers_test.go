@@ -87,9 +87,9 @@ func (h *harness) open() {
 	h.db, h.eng = db, eng
 	h.srv = httptest.NewServer(eng.Handler())
 	h.client = sfn.New(sfn.Options{
-		Region:           "us-east-1",
-		BaseEndpoint:     aws.String(h.srv.URL),
-		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(h.srv.URL),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		// The SDK's own retry of transport errors (a loopback connection
 		// torn down under heavy parallel test load was seen once in a full
 		// `make test`). API errors the tests assert on are not retried by
