@@ -132,7 +132,12 @@ func (p *page) shot(label string) {
 		p.t.Logf("screenshot %s: %v", label, err)
 		return
 	}
-	name := strings.NewReplacer("/", "-", " ", "_").Replace(p.t.Name()) + "-" + p.name + "-" + label + ".png"
+	name := strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' {
+			return r
+		}
+		return '_'
+	}, p.t.Name()+"-"+p.name+"-"+label) + ".png"
 	path := filepath.Join(artifactsDir(p.t), name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Fatal(err)
