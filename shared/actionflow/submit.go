@@ -3,7 +3,6 @@ package actionflow
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,9 +54,22 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 	}
 	actionID := ids.NewActionID()
 	if req.IdempotencyKey != "" {
-		actionID = idempotentActionID(req.SessionID, req.IdempotencyKey)
-		if existing, err := s.getAction(ctx, actionID); err == nil {
-			return s.resubmit(ctx, existing, reqDigest)
+		claimed, err := s.claimKey(ctx, req.SessionID, req.IdempotencyKey, actionID, reqDigest)
+		if err != nil {
+			return Action{}, false, err
+		}
+		if claimed != actionID {
+			existing, err := s.getAction(ctx, claimed)
+			if err == nil {
+				return s.resubmit(ctx, existing, reqDigest)
+			}
+			var nf *NotFoundError
+			if !errors.As(err, &nf) {
+				return Action{}, false, err
+			}
+			// The key was claimed but the action never written (a crash in
+			// between): create it now under the claimed id.
+			actionID = claimed
 		}
 	}
 	execID := req.ExecutionID
@@ -148,12 +160,38 @@ func validateSubmit(r SubmitRequest) error {
 	return nil
 }
 
-// idempotentActionID derives the action id from session and key, so a
-// retried submission finds its action without a second lookup item.
-func idempotentActionID(session ids.SessionID, key string) ids.ActionID {
-	sum := sha256.Sum256([]byte(string(session) + "\x00" + key))
-	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16])
-	return ids.ActionID("act_" + strings.ToLower(enc))
+// idempotencyRecord binds an idempotency key to the action it created.
+type idempotencyRecord struct {
+	ActionID      ids.ActionID `json:"action_id"`
+	RequestDigest string       `json:"request_digest"`
+}
+
+// claimKey binds (session, key) to actionID with a put-once, or returns the
+// action id the key is already bound to. Action ids stay time-ordered
+// ULIDs (they cluster in the store's indexes); only this one small item
+// per submission is keyed by the caller's key. A key reused for another
+// request is a conflict.
+func (s *Service) claimKey(ctx context.Context, session ids.SessionID, key string, actionID ids.ActionID, reqDigest string) (ids.ActionID, error) {
+	sum := sha256.Sum256([]byte(key))
+	it := store.Item{PK: sessionPK(session), SK: fmt.Sprintf("IDEMP#%x", sum[:16]), Version: 1,
+		Body: encode(idempotencyRecord{ActionID: actionID, RequestDigest: reqDigest})}
+	err := s.cfg.Store.PutOnce(ctx, it)
+	var ce *store.ConflictError
+	if errors.As(err, &ce) {
+		prev, derr := decode[idempotencyRecord](ce.Existing, "idempotency key")
+		if derr != nil {
+			return "", derr
+		}
+		if prev.RequestDigest != reqDigest {
+			return "", &ConflictError{Code: "idempotency_key_reused",
+				Msg: "the idempotency key was used for a different request (action " + string(prev.ActionID) + ")"}
+		}
+		return prev.ActionID, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("claim idempotency key: %w", err)
+	}
+	return actionID, nil
 }
 
 func requestDigest(r SubmitRequest) (string, error) {

@@ -197,7 +197,7 @@ func populated(b *testing.B, stored int) string {
 	if stored == 0 {
 		return b.TempDir()
 	}
-	cache := filepath.Join(os.TempDir(), fmt.Sprintf("lifecycle-bench-v1-%d", stored))
+	cache := filepath.Join(os.TempDir(), fmt.Sprintf("lifecycle-bench-v2-%d", stored))
 	if _, err := os.Stat(filepath.Join(cache, "done")); err != nil {
 		os.RemoveAll(cache)
 		b.Logf("populating %d actions through the lifecycle into %s (once)", stored, cache)
