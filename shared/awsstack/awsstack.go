@@ -22,6 +22,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/eventbus/ebpublisher"
 	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/executor/lambdaexec"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/bedrockreview"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
@@ -111,7 +112,9 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	}
 	var classifier permission.Classifier = riskreview.New()
 	if env.Reviewer == "bedrock" {
-		classifier = bedrockreview.New(bedrockruntime.NewFromConfig(cfg), env.BedrockModelID)
+		// Each review is a model request: accounted started/completed once.
+		classifier = modelreq.Classifier{Inner: bedrockreview.New(bedrockruntime.NewFromConfig(cfg), env.BedrockModelID),
+			Ledger: &modelreq.Ledger{Store: st}, Provider: "bedrock", Model: env.BedrockModelID}
 	}
 	eng, err := permission.NewEngine(permission.Config{Classifier: classifier, Counters: st})
 	if err != nil {

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/openprogram/lifecycle/shared/permission"
+	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
@@ -105,5 +108,53 @@ func TestSweepClosesLostRequests(t *testing.T) {
 	}
 	if r, _ := l.Get(ctx, "live"); r.Status != Open {
 		t.Fatalf("live: %s", r.Status)
+	}
+}
+
+// keyRecorder remembers the items put once (the started records).
+type keyRecorder struct {
+	store.Store
+	mu   sync.Mutex
+	keys []string
+}
+
+func (k *keyRecorder) PutOnce(ctx context.Context, it store.Item) error {
+	k.mu.Lock()
+	k.keys = append(k.keys, strings.TrimPrefix(it.PK, "MODELREQ#"))
+	k.mu.Unlock()
+	return k.Store.PutOnce(ctx, it)
+}
+
+func TestClassifierAccountsEachReview(t *testing.T) {
+	rec := &keyRecorder{Store: ledger(t).Store}
+	l := &Ledger{Store: rec}
+	ctx := context.Background()
+	boom := errors.New("throttled")
+	calls := 0
+	inner := permission.ClassifierFunc(func(ctx context.Context, in permission.ReviewInput) (permission.Verdict, error) {
+		calls++
+		if calls == 2 {
+			return permission.Verdict{}, boom
+		}
+		return permission.Verdict{Kind: permission.VerdictBlock, Reason: "rm -rf"}, nil
+	})
+	c := Classifier{Inner: inner, Ledger: l, Provider: "bedrock", Model: "m"}
+	v, err := c.Review(ctx, permission.ReviewInput{ActionID: "act_1", Trusted: permission.Trusted{SessionID: "ses_1"}})
+	if err != nil || v.Kind != permission.VerdictBlock {
+		t.Fatalf("%+v %v", v, err)
+	}
+	if _, err := c.Review(ctx, permission.ReviewInput{ActionID: "act_2"}); !errors.Is(err, boom) {
+		t.Fatalf("error not passed through: %v", err)
+	}
+	n := map[Status]int{}
+	for _, id := range rec.keys {
+		r, err := l.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n[r.Status]++
+	}
+	if len(rec.keys) != 2 || n[Completed] != 1 || n[Failed] != 1 {
+		t.Fatalf("records %v of %v", n, rec.keys)
 	}
 }
