@@ -70,8 +70,15 @@ func startBench(tb testing.TB, dir string) *benchStack {
 	})
 	bs.cancel = cancel
 	human := actionflow.Principal{Subject: "approver", Role: "human", Session: "ses_bench"}
+	stop := make(chan struct{})
 	go func() {
-		for ev := range events {
+		for {
+			var ev actionflow.Event
+			select {
+			case <-stop:
+				return
+			case ev = <-events:
+			}
 			switch ev.Type {
 			case "action.projected":
 				if ch, ok := bs.done.LoadAndDelete(ev.ActionID); ok { // projection events may arrive twice
@@ -84,7 +91,7 @@ func startBench(tb testing.TB, dir string) *benchStack {
 			}
 		}
 	}()
-	tb.Cleanup(func() { cancel(); s.Close(context.Background()) })
+	tb.Cleanup(func() { cancel(); close(stop); s.Close(context.Background()) })
 	return bs
 }
 
