@@ -52,20 +52,13 @@ from what it stored.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address of the API and UI")
-	f.StringVar(&o.stateDir, "state-dir", envOr("LIFECYCLE_STATE_DIR", clientcmd.DefaultStateDir), "durable state: state.db, blobs, the token key (env LIFECYCLE_STATE_DIR)")
+	f.StringVar(&o.stateDir, "state-dir", clientcmd.EnvOr("LIFECYCLE_STATE_DIR", clientcmd.DefaultStateDir), "durable state: state.db, blobs, the token key (env LIFECYCLE_STATE_DIR)")
 	f.StringVar(&o.workspace, "workspace", "workspace", "directory the host worker runs tools in")
 	f.StringVar(&o.session, "session", "ses_local", "session of the printed human token")
 	f.StringVar(&o.restartWindow, "restart-window", "-1", "automatic continuation after an interruption: -1 unlimited, 0 off, or a duration (2h)")
 	f.DurationVar(&o.sweep, "sweep-interval", time.Minute, "recovery sweep period (the EventBridge schedule's stand-in)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func serve(ctx context.Context, o serveOptions, out io.Writer) error {

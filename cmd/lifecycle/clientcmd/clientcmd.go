@@ -37,14 +37,15 @@ type options struct {
 func AddTo(root *cobra.Command) {
 	o := &options{}
 	pf := root.PersistentFlags()
-	pf.StringVar(&o.api, "api", envOr("LIFECYCLE_API", DefaultAPI), "API address (env LIFECYCLE_API)")
+	pf.StringVar(&o.api, "api", EnvOr("LIFECYCLE_API", DefaultAPI), "API address (env LIFECYCLE_API)")
 	pf.StringVar(&o.token, "token", os.Getenv("LIFECYCLE_TOKEN"), "bearer token (env LIFECYCLE_TOKEN; `lifecycle token` makes one)")
 	pf.BoolVar(&o.json, "json", false, "print JSON for scripts")
 	root.AddCommand(tokenCmd(o), submitCmd(o), showCmd(o), approvalsCmd(o), decideCmd(o, "approve"), decideCmd(o, "decline"),
 		commandCmd(o), activityCmd(o), tailCmd(o), policyCmd(o), hostCmd(o))
 }
 
-func envOr(name, def string) string {
+// EnvOr is the environment variable name, or def when it is unset or empty.
+func EnvOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}

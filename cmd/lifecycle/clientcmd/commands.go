@@ -59,7 +59,7 @@ func tokenCmd(o *options) *cobra.Command {
 	f.StringVar(&role, "role", auth.RoleHuman, "agent, human or admin")
 	f.StringVar(&session, "session", "", "the session the token is scoped to (required except for admin)")
 	f.StringVar(&subject, "subject", "", "the principal's name (default <role>:<session>)")
-	f.StringVar(&stateDir, "state-dir", envOr("LIFECYCLE_STATE_DIR", DefaultStateDir), "state directory of `lifecycle serve` (env LIFECYCLE_STATE_DIR)")
+	f.StringVar(&stateDir, "state-dir", EnvOr("LIFECYCLE_STATE_DIR", DefaultStateDir), "state directory of `lifecycle serve` (env LIFECYCLE_STATE_DIR)")
 	f.DurationVar(&ttl, "ttl", 12*time.Hour, "lifetime")
 	return o.setup(cmd, false)
 }
