@@ -61,6 +61,19 @@ func (o *options) client() (*apiclient.Client, error) {
 
 // sessionOf is --session, or the session the token is scoped to (read
 // from its claims without verifying: the server verifies).
+// sessionClient is the client and the session most commands need.
+func (o *options) sessionClient() (*apiclient.Client, ids.SessionID, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, "", err
+	}
+	session, err := o.sessionOf()
+	if err != nil {
+		return nil, "", err
+	}
+	return c, session, nil
+}
+
 func (o *options) sessionOf() (ids.SessionID, error) {
 	if o.session != "" {
 		return ids.SessionID(o.session), nil

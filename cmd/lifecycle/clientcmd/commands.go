@@ -74,11 +74,7 @@ func submitCmd(o *options) *cobra.Command {
 		Example: `  lifecycle submit --tool Bash --args '{"command":"ls"}' --wait 30s`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			session, err := o.sessionOf()
+			c, session, err := o.sessionClient()
 			if err != nil {
 				return err
 			}
@@ -186,11 +182,7 @@ func approvalsCmd(o *options) *cobra.Command {
 		Short: "List the session's pending approvals",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			session, err := o.sessionOf()
+			c, session, err := o.sessionClient()
 			if err != nil {
 				return err
 			}
@@ -321,11 +313,7 @@ func activityCmd(o *options) *cobra.Command {
 		Short: "Show the session's Activity: needs attention, in progress, history",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			session, err := o.sessionOf()
+			c, session, err := o.sessionClient()
 			if err != nil {
 				return err
 			}
@@ -366,11 +354,7 @@ func tailCmd(o *options) *cobra.Command {
 		Short: "Follow the session's events (resumes after a dropped connection)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			session, err := o.sessionOf()
+			c, session, err := o.sessionClient()
 			if err != nil {
 				return err
 			}
@@ -395,11 +379,7 @@ func policyCmd(o *options) *cobra.Command {
 		Short: "Show the session's policy, or replace it with --set FILE",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			session, err := o.sessionOf()
+			c, session, err := o.sessionClient()
 			if err != nil {
 				return err
 			}
