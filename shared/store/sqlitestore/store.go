@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -49,12 +48,6 @@ type Store struct {
 
 // maxBatch bounds the writes committed together.
 const maxBatch = 128
-
-// gatherRounds is how many times the writer yields to let more writes join
-// a batch before it commits. Measured with make bench: batches grow from
-// about 4 to about 16 writes under the lifecycle's load, for a few
-// microseconds of added latency.
-const gatherRounds = 3
 
 type writeReq struct {
 	ctx  context.Context
@@ -281,24 +274,16 @@ func (s *Store) writer() {
 	batch := make([]*writeReq, 0, maxBatch)
 	for first := range s.reqs {
 		batch = append(batch[:0], first)
-		// Gather what is queued; then yield the processor a couple of
-		// times, so writers that are about to enqueue join this commit
-		// instead of paying for their own (group commit without a timer).
-		for round := 0; round < gatherRounds && len(batch) < maxBatch; round++ {
-			if round > 0 {
-				runtime.Gosched()
-			}
-		collect:
-			for len(batch) < maxBatch {
-				select {
-				case r, ok := <-s.reqs:
-					if !ok {
-						break collect
-					}
-					batch = append(batch, r)
-				default:
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
 					break collect
 				}
+				batch = append(batch, r)
+			default:
+				break collect
 			}
 		}
 		s.commitBatch(batch)
