@@ -142,9 +142,7 @@ func (s *Service) receiptFor(a Action, in StepInput, by string) (Receipt, error)
 	}
 	switch {
 	case a.Start != nil && res != nil:
-		rc.Outcome, rc.ErrorCode, rc.Error = res.Outcome, res.ErrorCode, res.Error
-		rc.Output, rc.Truncated, rc.ResultRef, rc.ResultDigest = res.Output, res.Truncated, res.ResultRef, res.ResultDigest
-		rc.ExitCode, rc.Validation = res.ExitCode, res.Validation
+		rc.ToolResult = *res
 		if rc.Outcome == lifecycle.OutcomeNotStarted || rc.Outcome == lifecycle.OutcomeOpen {
 			rc.Outcome, rc.ErrorCode = lifecycle.OutcomeUnknown, "executor_claimed_not_started"
 		}

@@ -227,16 +227,10 @@ type Receipt struct {
 	Tool          string            `json:"tool"`
 	ArgsDigest    string            `json:"args_digest"`
 	PolicyVersion string            `json:"policy_version"`
-	Outcome       lifecycle.Outcome `json:"outcome"`
 	Start         *StartEvidence    `json:"start,omitempty"`
-	ErrorCode     string            `json:"error_code,omitempty"`
-	Error         string            `json:"error,omitempty"`
-	Output        string            `json:"output,omitempty"`
-	Truncated     bool              `json:"truncated,omitempty"`
-	ResultRef     string            `json:"result_ref,omitempty"`
-	ResultDigest  string            `json:"result_digest,omitempty"`
-	ExitCode      *int              `json:"exit_code,omitempty"`
-	Validation    []FieldProblem    `json:"validation,omitempty"`
+	// ToolResult is the sealed result (its fields appear at the top level
+	// of the receipt's JSON).
+	ToolResult
 	// Reconciliation is set when the outcome is unknown: what a human must check.
 	Reconciliation string `json:"reconciliation,omitempty"`
 	// Digest identifies the receipt's content: the same digest again is an
