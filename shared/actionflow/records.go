@@ -220,14 +220,14 @@ type FieldProblem struct {
 
 // Receipt is the write-once, authoritative result of an action.
 type Receipt struct {
-	ActionID      ids.ActionID      `json:"action_id"`
-	ExecutionID   ids.ExecutionID   `json:"execution_id"`
-	SessionID     ids.SessionID     `json:"session_id"`
-	ToolCallID    ids.ToolCallID    `json:"tool_call_id"`
-	Tool          string            `json:"tool"`
-	ArgsDigest    string            `json:"args_digest"`
-	PolicyVersion string            `json:"policy_version"`
-	Start         *StartEvidence    `json:"start,omitempty"`
+	ActionID      ids.ActionID    `json:"action_id"`
+	ExecutionID   ids.ExecutionID `json:"execution_id"`
+	SessionID     ids.SessionID   `json:"session_id"`
+	ToolCallID    ids.ToolCallID  `json:"tool_call_id"`
+	Tool          string          `json:"tool"`
+	ArgsDigest    string          `json:"args_digest"`
+	PolicyVersion string          `json:"policy_version"`
+	Start         *StartEvidence  `json:"start,omitempty"`
 	// ToolResult is the sealed result (its fields appear at the top level
 	// of the receipt's JSON).
 	ToolResult

@@ -64,6 +64,20 @@ func decodeArgs(args []byte, v any) *actionflow.FieldProblem {
 	return nil
 }
 
+// fileArg is the file argument of Read, Write and Edit: file_path, or path
+// (the read_file/write_file/edit_file spelling).
+type fileArg struct {
+	FilePath string `json:"file_path"`
+	Path     string `json:"path"`
+}
+
+func (f fileArg) name() string {
+	if f.FilePath != "" {
+		return f.FilePath
+	}
+	return f.Path
+}
+
 // resolve maps a tool path into the workspace.
 func (r Runner) resolve(field, p string) (string, *actionflow.FieldProblem) {
 	if p == "" {
@@ -184,16 +198,12 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 
 func (r Runner) read(args []byte) (actionflow.ToolResult, error) {
 	var a struct {
-		FilePath string `json:"file_path"`
-		Path     string `json:"path"`
+		fileArg
 	}
 	if p := decodeArgs(args, &a); p != nil {
 		return invalid(*p), nil
 	}
-	if a.FilePath == "" {
-		a.FilePath = a.Path
-	}
-	full, p := r.resolve("file_path", a.FilePath)
+	full, p := r.resolve("file_path", a.name())
 	if p != nil {
 		return invalid(*p), nil
 	}
@@ -212,17 +222,13 @@ func (r Runner) read(args []byte) (actionflow.ToolResult, error) {
 
 func (r Runner) write(args []byte) (actionflow.ToolResult, error) {
 	var a struct {
-		FilePath string `json:"file_path"`
-		Path     string `json:"path"`
-		Content  string `json:"content"`
+		fileArg
+		Content string `json:"content"`
 	}
 	if p := decodeArgs(args, &a); p != nil {
 		return invalid(*p), nil
 	}
-	if a.FilePath == "" {
-		a.FilePath = a.Path
-	}
-	full, p := r.resolve("file_path", a.FilePath)
+	full, p := r.resolve("file_path", a.name())
 	if p != nil {
 		return invalid(*p), nil
 	}
@@ -233,15 +239,14 @@ func (r Runner) write(args []byte) (actionflow.ToolResult, error) {
 		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "write_failed", Error: err.Error()}, nil
 	}
 	if err := writeAtomic(full, []byte(a.Content)); err != nil {
-		return actionflow.ToolResult{}, fmt.Errorf("write %s: %w", a.FilePath, err)
+		return actionflow.ToolResult{}, fmt.Errorf("write %s: %w", a.name(), err)
 	}
-	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.FilePath)}, nil
+	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.name())}, nil
 }
 
 func (r Runner) edit(args []byte) (actionflow.ToolResult, error) {
 	var a struct {
-		FilePath   string `json:"file_path"`
-		Path       string `json:"path"`
+		fileArg
 		OldString  string `json:"old_string"`
 		NewString  string `json:"new_string"`
 		ReplaceAll bool   `json:"replace_all"`
@@ -249,10 +254,7 @@ func (r Runner) edit(args []byte) (actionflow.ToolResult, error) {
 	if p := decodeArgs(args, &a); p != nil {
 		return invalid(*p), nil
 	}
-	if a.FilePath == "" {
-		a.FilePath = a.Path
-	}
-	full, p := r.resolve("file_path", a.FilePath)
+	full, p := r.resolve("file_path", a.name())
 	if p != nil {
 		return invalid(*p), nil
 	}
@@ -273,9 +275,9 @@ func (r Runner) edit(args []byte) (actionflow.ToolResult, error) {
 	}
 	updated := strings.Replace(string(data), a.OldString, a.NewString, map[bool]int{true: -1, false: 1}[a.ReplaceAll])
 	if err := writeAtomic(full, []byte(updated)); err != nil {
-		return actionflow.ToolResult{}, fmt.Errorf("edit %s: %w", a.FilePath, err)
+		return actionflow.ToolResult{}, fmt.Errorf("edit %s: %w", a.name(), err)
 	}
-	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: fmt.Sprintf("replaced %d occurrence(s) in %s", map[bool]int{true: n, false: 1}[a.ReplaceAll], a.FilePath)}, nil
+	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: fmt.Sprintf("replaced %d occurrence(s) in %s", map[bool]int{true: n, false: 1}[a.ReplaceAll], a.name())}, nil
 }
 
 func writeAtomic(path string, data []byte) error {
