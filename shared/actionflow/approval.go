@@ -191,7 +191,14 @@ func (s *Service) DecideApproval(ctx context.Context, id ids.ApprovalID, decisio
 	} else {
 		err = s.cfg.Tasks.SendTaskFailure(ctx, ap.TaskToken, ApprovalDeclined, "declined by "+by.Subject)
 	}
-	if errors.Is(err, ErrTaskGone) {
+	if errors.Is(err, ErrTaskGone) && !errors.Is(err, ErrTaskTimedOut) {
+		// The wait is no longer waiting but did not time out: the sweeper
+		// resent this very decision (it is durable), or the execution was
+		// stopped, whose recovery records the outcome. The decision stands.
+		s.log.Info("approval wait already completed", "approval_id", id, "error", err)
+		err = nil
+	}
+	if errors.Is(err, ErrTaskTimedOut) {
 		expired, xerr := s.setApprovalStatus(ctx, decided, ApprovalExpired, nil)
 		if xerr != nil {
 			return decided, xerr

@@ -64,6 +64,11 @@ type Starter interface {
 // stopped, already completed).
 var ErrTaskGone = errors.New("task token no longer waiting")
 
+// ErrTaskTimedOut: the wait ended because it timed out (it also matches
+// ErrTaskGone). Any other ended wait was completed or stopped by someone
+// else, e.g. the sweeper resending the same durable decision.
+var ErrTaskTimedOut = errors.New("task token wait timed out")
+
 // TaskCompleter completes task-token waits (Step Functions SendTask*).
 type TaskCompleter interface {
 	SendTaskSuccess(ctx context.Context, token string, output []byte) error

@@ -44,6 +44,16 @@ func (c *Client) StartAction(ctx context.Context, a ids.ActionID, input []byte) 
 	return nil
 }
 
+// goneError maps an ended wait to actionflow.ErrTaskGone, and a timed-out
+// one also to actionflow.ErrTaskTimedOut.
+func goneError(op string, err error) error {
+	var timedOut *types.TaskTimedOut
+	if errors.As(err, &timedOut) {
+		return fmt.Errorf("%s: %w: %w (%v)", op, actionflow.ErrTaskGone, actionflow.ErrTaskTimedOut, err)
+	}
+	return fmt.Errorf("%s: %w (%v)", op, actionflow.ErrTaskGone, err)
+}
+
 func gone(err error) bool {
 	var timedOut *types.TaskTimedOut
 	var notExist *types.TaskDoesNotExist
@@ -54,7 +64,7 @@ func gone(err error) bool {
 func (c *Client) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
 	_, err := c.SFN.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(token), Output: aws.String(string(output))})
 	if gone(err) {
-		return fmt.Errorf("send task success: %w (%v)", actionflow.ErrTaskGone, err)
+		return goneError("send task success", err)
 	}
 	if err != nil {
 		return fmt.Errorf("send task success: %w", err)
@@ -65,7 +75,7 @@ func (c *Client) SendTaskSuccess(ctx context.Context, token string, output []byt
 func (c *Client) SendTaskFailure(ctx context.Context, token, errorName, cause string) error {
 	_, err := c.SFN.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{TaskToken: aws.String(token), Error: aws.String(errorName), Cause: aws.String(cause)})
 	if gone(err) {
-		return fmt.Errorf("send task failure: %w (%v)", actionflow.ErrTaskGone, err)
+		return goneError("send task failure", err)
 	}
 	if err != nil {
 		return fmt.Errorf("send task failure: %w", err)
