@@ -43,7 +43,7 @@ const (
 	benchOpenEvery        = 100
 	benchBodyBytes        = 1000
 	benchLogBytes         = 256
-	benchFixtureRevision  = 3 // bump when the fixture's shape changes
+	benchFixtureRevision  = 4 // bump when the fixture's shape (or the page size) changes
 	benchLeaseTTL         = time.Minute
 	benchPopulateBatchLen = 10_000
 	benchWindow           = 100 // executions in flight at once while populating

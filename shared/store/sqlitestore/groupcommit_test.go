@@ -18,13 +18,23 @@ import (
 // fails every write in it — conditional failures included, since they may
 // have been judged against a write of the same batch — and leaves none of
 // them in the database; the retries then apply exactly once.
+//
+// The same holds when a statement of one write fails in the middle of a
+// batch (PutOnce runs without a savepoint of its own): the batch is void.
 func TestGroupCommitFailsWholeBatch(t *testing.T) {
+	for _, stmt := range []string{"COMMIT", "INSERT INTO items"} {
+		t.Run(strings.Fields(stmt)[0], func(t *testing.T) { testBatchFailure(t, stmt) })
+	}
+}
+
+func testBatchFailure(t *testing.T, failing string) {
 	ctx := context.Background()
-	// Fail the second COMMIT of each round: by then writes have queued up,
-	// so the failing batch holds several writes, some to the same key.
+	// Fail the second such statement of each round: by then writes have
+	// queued up, so the failing batch holds several writes, some to the
+	// same key.
 	var commits, hits atomic.Int32
 	fault := func(q string) error {
-		if strings.Contains(q, "COMMIT") && commits.Add(1) == 2 {
+		if strings.Contains(q, failing) && commits.Add(1) == 2 {
 			hits.Add(1)
 			return errDisk
 		}

@@ -150,17 +150,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, item store.Item, expected, f
 			if fence == 0 {
 				maxFence = 1<<63 - 1
 			}
-			var res sql.Result
-			res, err = tx.StmtContext(ctx, s.stmts.wUpdateItem).ExecContext(ctx,
-				item.Version, item.Fence, nullable(item.GSI1PK), nullable(item.GSI1SK),
-				nullable(item.GSI2PK), nullable(item.GSI2SK),
-				nullableInt(store.ExpiresAtSeconds(item.ExpiresAt)), item.Body,
-				item.PK, item.SK, expected, maxFence)
-			if err == nil {
-				var n int64
-				n, err = res.RowsAffected()
-				done = n == 1
-			}
+			done, err = s.updateTx(ctx, tx, item, expected, maxFence)
 		}
 		if err != nil {
 			return unavailable(op, err)
@@ -174,6 +164,38 @@ func (s *Store) CompareAndSwap(ctx context.Context, item store.Item, expected, f
 		}
 		return casFailure(item.Key(), expected, fence, stored, found)
 	})
+}
+
+// updateTx replaces the item if its version is expected and its fence at
+// most maxFence; done is false when the condition does not hold.
+func (s *Store) updateTx(ctx context.Context, tx *sql.Tx, item store.Item, expected, maxFence int64) (done bool, err error) {
+	var g1pk, g1sk, g2pk, g2sk sql.NullString
+	err = tx.StmtContext(ctx, s.stmts.wCASKeys).QueryRowContext(ctx, item.PK, item.SK, expected, maxFence).Scan(&g1pk, &g1sk, &g2pk, &g2sk)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	expires := nullableInt(store.ExpiresAtSeconds(item.ExpiresAt))
+	var res sql.Result
+	if g1pk.String == item.GSI1PK && g1sk.String == item.GSI1SK && g2pk.String == item.GSI2PK && g2sk.String == item.GSI2SK {
+		res, err = tx.StmtContext(ctx, s.stmts.wUpdateBody).ExecContext(ctx, item.Version, item.Fence, expires, item.Body, item.PK, item.SK)
+	} else {
+		res, err = tx.StmtContext(ctx, s.stmts.wUpdateItem).ExecContext(ctx,
+			item.Version, item.Fence, nullable(item.GSI1PK), nullable(item.GSI1SK),
+			nullable(item.GSI2PK), nullable(item.GSI2SK), expires, item.Body,
+			item.PK, item.SK, expected, maxFence)
+	}
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err == nil && n != 1 {
+		// Impossible inside the transaction that just read the row.
+		err = fmt.Errorf("item %s changed under the write transaction (%d rows)", item.Key(), n)
+	}
+	return err == nil, err
 }
 
 func validateCAS(item store.Item, expected, fence int64) error {

@@ -52,7 +52,7 @@ func (s *Store) AcquireLease(ctx context.Context, req store.LeaseRequest) (store
 	op := "acquire lease " + pk
 	until := req.Now.Add(req.TTL).UnixMicro()
 	var got store.Lease
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.writeChecked(ctx, op, func(tx *sql.Tx) error {
 		cur, found, err := scanLease(tx.StmtContext(ctx, s.stmts.wGetLease).QueryRowContext(ctx, pk))
 		if err != nil {
 			return unavailable(op, err)
@@ -112,7 +112,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 	pk := lease.Resource
 	op := "renew lease " + pk
 	var got store.Lease
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.writeChecked(ctx, op, func(tx *sql.Tx) error {
 		cur, err := s.checkOwner(ctx, tx, op, lease)
 		if err != nil {
 			return err
@@ -138,7 +138,7 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 	}
 	pk := lease.Resource
 	op := "release lease " + pk
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	return s.writeChecked(ctx, op, func(tx *sql.Tx) error {
 		cur, err := s.checkOwner(ctx, tx, op, lease)
 		if err != nil {
 			return err

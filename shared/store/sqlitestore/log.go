@@ -22,7 +22,7 @@ func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, 
 	}
 	op := "append to " + stream
 	var seq int64
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.writeChecked(ctx, op, func(tx *sql.Tx) error {
 		var last string
 		err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last)
 		switch {

@@ -54,6 +54,10 @@ type writeReq struct {
 	op   string
 	fn   func(tx *sql.Tx) error
 	done chan error
+	// checksFirst: fn decides every conditional failure before it changes
+	// anything, so a typed error from it means it wrote nothing and the
+	// batch needs no savepoint around it (two statements fewer per write).
+	checksFirst bool
 	// items are what the write stores when it succeeds (for the item cache).
 	items []store.Item
 }
@@ -247,16 +251,28 @@ func (s *Store) Close() error {
 // write). A failing commit fails every write of its batch, none of which is
 // then in the database.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	return s.writeItems(ctx, op, nil, fn)
+	return s.enqueue(&writeReq{ctx: ctx, op: op, fn: fn})
 }
 
-// writeItems is write for operations that store items: when it succeeds,
-// items (as stored) go into the item cache before it returns.
+// writeChecked is write for an fn that returns every conditional failure
+// (a typed store error) before its first change; a database error from it
+// voids its whole batch.
+func (s *Store) writeChecked(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return s.enqueue(&writeReq{ctx: ctx, op: op, fn: fn, checksFirst: true})
+}
+
+// writeItems is writeChecked for operations that store items: when it
+// succeeds, items (as stored) go into the item cache before it returns.
 func (s *Store) writeItems(ctx context.Context, op string, items []store.Item, fn func(tx *sql.Tx) error) error {
+	return s.enqueue(&writeReq{ctx: ctx, op: op, fn: fn, items: items, checksFirst: true})
+}
+
+func (s *Store) enqueue(req *writeReq) error {
+	ctx, op := req.ctx, req.op
 	if err := ctx.Err(); err != nil {
 		return unavailable(op, err)
 	}
-	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1), items: items}
+	req.done = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -323,7 +339,8 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			results[i] = unavailable(r.op, err)
 			continue
 		}
-		if !single {
+		savepoint := !single && !r.checksFirst
+		if savepoint {
 			if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
 				failAll(err)
 				return
@@ -331,6 +348,18 @@ func (s *Store) commitBatch(batch []*writeReq) {
 		}
 		if err := r.fn(tx); err != nil {
 			results[i] = err
+			if !single && !savepoint {
+				// Nothing of this write was changed if the error is a
+				// conditional one; a database error may have rolled the
+				// whole transaction back (SQLite does on I/O errors), so
+				// it voids the batch.
+				var ue *store.UnavailableError
+				if errors.As(err, &ue) {
+					failAll(err)
+					return
+				}
+				continue
+			}
 			if single {
 				if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 					results[i] = errors.Join(err, rbErr)
@@ -350,7 +379,7 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			}
 			continue
 		}
-		if !single {
+		if savepoint {
 			if _, err := tx.Exec(`RELEASE w`); err != nil {
 				failAll(err)
 				return
