@@ -340,8 +340,8 @@ func (e *Engine) readLog(ctx context.Context, name string) ([]logEntry, error) {
 			return nil, fmt.Errorf("read log of %s: %w", name, err)
 		}
 		for _, en := range entries {
-			var le logEntry
-			if err := json.Unmarshal(en.Body, &le); err != nil {
+			le, err := decodeLogEntry(en.Body)
+			if err != nil {
 				return nil, fmt.Errorf("decode log entry %d of %s: %w", en.Seq, name, err)
 			}
 			out = append(out, le)

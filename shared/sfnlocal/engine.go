@@ -99,6 +99,9 @@ type execution struct {
 	timerSeq     uint64
 	// pending status-change events, delivered once the lock is released.
 	pending []StatusChangeEvent
+	// deferred: rec moved on from the last boundary written (a Task
+	// completed into another Task to run) without a write; see commitStep.
+	deferred bool
 }
 
 // New validates the configuration and the definition. It starts nothing:
@@ -340,6 +343,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	select {
 	case <-done:
 		e.cancel()
+		e.flushDeferred(ctx)
 		return nil
 	case <-ctx.Done():
 	}
@@ -347,9 +351,35 @@ func (e *Engine) Close(ctx context.Context) error {
 	// Functions that honour their context return promptly now.
 	select {
 	case <-done:
+		e.flushDeferred(ctx)
 		return nil
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("sfnlocal: close: functions still running after cancellation: %w", ctx.Err())
+	}
+}
+
+// flushDeferred writes the position of every execution that moved on
+// without a write (commitStep), so an orderly shutdown re-runs nothing
+// after the restart. A failure here only means those Tasks run again.
+func (e *Engine) flushDeferred(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	e.mu.Lock()
+	xs := make([]*execution, 0, len(e.execs))
+	for _, x := range e.execs {
+		xs = append(xs, x)
+	}
+	e.mu.Unlock()
+	for _, x := range xs {
+		x.mu.Lock()
+		if x.deferred && x.rec.Status == statusRunning {
+			w := x.rec.clone()
+			if err := e.appendLog(ctx, w, true); err != nil {
+				e.log.Warn("sfnlocal: could not write an execution's position at shutdown; its last Tasks run again after the restart", "execution", w.Name, "err", err)
+			} else {
+				x.rec, x.deferred = w, false
+			}
+		}
+		x.mu.Unlock()
 	}
 }
 

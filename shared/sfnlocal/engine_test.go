@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -440,6 +442,63 @@ func TestInFlightTaskRunsAgainAfterRestart(t *testing.T) {
 	}
 	if aCalls.get() != 1 || bCalls.get() != 2 {
 		t.Fatalf("a ran %d times (want 1: its result was recorded), b ran %d times (want 2)", aCalls.get(), bCalls.get())
+	}
+}
+
+// A Task that leads straight to another Task is not written (commitStep).
+// A process killed after it resumes from the last boundary written and
+// invokes that Task again (at least once); the history then holds each
+// event id once, from the second run.
+func TestKilledProcessRerunsTasksSinceLastWrite(t *testing.T) {
+	def := `{"StartAt": "A", "States": {
+		"A": {"Type": "Task", "Resource": "` + arn("a") + `", "ResultPath": "$.a", "Next": "B"},
+		"B": {"Type": "Task", "Resource": "` + arn("b") + `", "ResultPath": "$.b", "End": true}}}`
+	aCalls, bCalls := &counter{}, &counter{}
+	block, release := make(chan struct{}), make(chan struct{})
+	fns := map[string]LambdaFunc{
+		"a": func(context.Context, []byte) ([]byte, error) { aCalls.inc(); return []byte(`"a-done"`), nil },
+		"b": func(ctx context.Context, _ []byte) ([]byte, error) {
+			if bCalls.inc() == 1 {
+				close(block)
+				<-release
+				return nil, errors.New("the killed process never returns this")
+			}
+			return []byte(`"b-done"`), nil
+		},
+	}
+	h := newHarness(t, def, fns)
+	defer close(release)
+	h.start("killed", `{}`)
+	<-block
+	// What a SIGKILL leaves: the database file and its WAL as they are now.
+	dir := t.TempDir()
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(h.path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "state.db"+suffix), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h2 := &harness{t: t, path: filepath.Join(dir, "state.db"), def: def, fns: fns, clock: NewFakeClock(t0)}
+	h2.open()
+	t.Cleanup(h2.close)
+	d := h2.waitStatus("killed", types.ExecutionStatusSucceeded)
+	if got := aws.ToString(d.Output); got != `{"a":"a-done","b":"b-done"}` {
+		t.Fatalf("output %s", got)
+	}
+	if aCalls.get() != 2 || bCalls.get() != 2 {
+		t.Fatalf("a ran %d times, b %d times; want 2 and 2 (both since the last write)", aCalls.get(), bCalls.get())
+	}
+	evs := h2.history("killed")
+	for i, ev := range evs {
+		if ev.Id != int64(i+1) {
+			t.Fatalf("event %d has id %d: %s", i, ev.Id, types_(evs))
+		}
+	}
+	if n := count(evs, types.HistoryEventTypeLambdaFunctionScheduled); n != 2 {
+		t.Fatalf("%d LambdaFunctionScheduled events, want 2 (one per Task): %s", n, types_(evs))
 	}
 }
 

@@ -1,9 +1,12 @@
 package sfnlocal
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/openprogram/lifecycle/shared/store"
 )
@@ -37,7 +40,7 @@ const (
 //	                        starts and when it closes (PutOnce, then one
 //	                        CompareAndSwap). While it runs it is listed in
 //	                        the sparse index GSI2PK=OPEN#SFN.
-//	SFNHIST#<name>          a log stream: one entry per state boundary in
+//	SFNHIST#<name>          a log stream: one entry per boundary written in
 //	                        between, holding the history events since the
 //	                        previous write and the position reached.
 const (
@@ -70,7 +73,9 @@ type record struct {
 
 	// Events are history events not yet in the log (ids Logged+1 ..
 	// NextEventID). In the execution item they are the events of its write.
+	// Stored as "packed" when large (see spliceEvents).
 	Events []json.RawMessage `json:"events,omitempty"`
+	Packed []byte            `json:"packed,omitempty"`
 	Logged int64             `json:"logged,omitempty"`
 
 	// in is StateInput decoded (not stored).
@@ -127,6 +132,7 @@ type logEntry struct {
 	From   int64             `json:"from,omitempty"`
 	To     int64             `json:"to,omitempty"`
 	Events []json.RawMessage `json:"events,omitempty"`
+	Packed []byte            `json:"packed,omitempty"`
 	Pos    *position         `json:"pos,omitempty"`
 }
 
@@ -206,32 +212,80 @@ func decodeRecord(it store.Item) (*record, error) {
 	if err := json.Unmarshal(it.Body, r); err != nil {
 		return nil, fmt.Errorf("decode execution item %s: %w", it.Key(), err)
 	}
+	if err := unpackEvents(&r.Events, &r.Packed); err != nil {
+		return nil, fmt.Errorf("decode execution item %s: %w", it.Key(), err)
+	}
 	return r, nil
 }
 
-// spliceEvents adds "events":[...] to an encoded object. The events are
-// already compact JSON; json.Marshal would scan and copy each again.
+func decodeLogEntry(b []byte) (logEntry, error) {
+	var le logEntry
+	if err := json.Unmarshal(b, &le); err != nil {
+		return le, err
+	}
+	return le, unpackEvents(&le.Events, &le.Packed)
+}
+
+// packAbove is the size of history from which it is stored compressed.
+// Every event repeats the state's data (input, output, parameters), so a
+// closed execution's history shrinks about tenfold: a lifecycle action's
+// 13 KB fits in one database page instead of a chain of overflow pages.
+const packAbove = 2 << 10
+
+// unpackEvents replaces packed events (an S2 block of the JSON array) by
+// the events themselves.
+func unpackEvents(events *[]json.RawMessage, packed *[]byte) error {
+	if len(*packed) == 0 {
+		return nil
+	}
+	raw, err := s2.Decode(nil, *packed)
+	if err != nil {
+		return fmt.Errorf("packed history: %w", err)
+	}
+	*packed = nil
+	if err := json.Unmarshal(raw, events); err != nil {
+		return fmt.Errorf("packed history: %w", err)
+	}
+	return nil
+}
+
+// spliceEvents adds "events":[...] to an encoded object, or, when they
+// are larger than packAbove, "packed":"<base64 of an S2 block of the
+// array>". The events are already compact JSON; json.Marshal would scan
+// and copy each again.
 func spliceEvents(obj []byte, events []json.RawMessage) []byte {
 	if len(events) == 0 {
 		return obj
 	}
-	n := len(obj) + len(`,"events":[]`) + len(events)
+	n := len(`[]`) + len(events)
 	for _, e := range events {
 		n += len(e)
 	}
-	out := make([]byte, 0, n)
+	arr := make([]byte, 0, n)
+	arr = append(arr, '[')
+	for i, e := range events {
+		if i > 0 {
+			arr = append(arr, ',')
+		}
+		arr = append(arr, e...)
+	}
+	arr = append(arr, ']')
+	name := `"events":`
+	if len(arr) > packAbove {
+		packed := s2.Encode(nil, arr)
+		name = `"packed":"`
+		enc := base64.StdEncoding
+		arr = enc.AppendEncode(make([]byte, 0, enc.EncodedLen(len(packed))+1), packed)
+		arr = append(arr, '"')
+	}
+	out := make([]byte, 0, len(obj)+len(name)+len(arr)+2)
 	out = append(out, obj[:len(obj)-1]...)
 	if len(obj) > 2 {
 		out = append(out, ',')
 	}
-	out = append(out, `"events":[`...)
-	for i, e := range events {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, e...)
-	}
-	return append(out, "]}"...)
+	out = append(out, name...)
+	out = append(out, arr...)
+	return append(out, '}')
 }
 
 func execKey(name string) store.Key { return store.Key{PK: execPKPrefix + name, SK: execSK} }

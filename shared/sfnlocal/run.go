@@ -44,6 +44,7 @@ func (e *Engine) commit(ctx context.Context, x *execution, w *record) error {
 	if err != nil {
 		return fmt.Errorf("write execution %s: %w", w.Name, err)
 	}
+	x.deferred = false
 	wasRunning := x.rec == nil || x.rec.Status == statusRunning
 	if x.version == 0 || w.Status != statusRunning {
 		x.version++
@@ -240,9 +241,28 @@ func (e *Engine) drive(x *execution) {
 		now = e.clock.Now()
 		w := x.rec.clone()
 		e.completeInvocation(x, w, st, res, now)
-		e.commitOrBackoff(x, w, now)
+		e.commitStep(x, w, now)
 		e.unlock(x)
 	}
+}
+
+// commitStep records a function's result. When the execution goes on to
+// another Task to invoke right away (no token, no delay, still running),
+// the boundary is not written: w becomes current in memory and its events
+// ride on the next write (the next park, token wait or the close). A
+// process that stops before that write resumes from the last boundary
+// written and invokes the Tasks since then again, which the at-least-once
+// contract of Tasks already allows (see doc.go); the history then holds
+// only the second run of them. Boundaries that someone outside may rely
+// on are always written: a token handed to a function, a Wait, a retry
+// delay, the close, and every change made through the API.
+func (e *Engine) commitStep(x *execution, w *record, now time.Time) {
+	if x.version > 0 && x.backoffUntil == 0 && w.Status == statusRunning && w.Phase == phaseRun && w.Token == "" && w.Outcome == nil {
+		x.rec, x.deferred = w, true
+		e.arm(x)
+		return
+	}
+	e.commitOrBackoff(x, w, now)
 }
 
 // commitOrBackoff commits w; if the store refuses, the execution stays
