@@ -150,7 +150,7 @@ type Store interface {
 	// if the guard item's Version equals expected (*VersionConflictError
 	// otherwise, ErrNotFound-wrapping *VersionConflictError{Actual:0} when the
 	// guard is absent). Both conditions hold together or nothing is written.
-	// This is the one transactional write (commands).
+	// (Commands use it; Transact is the general form.)
 	PutOnceIfVersion(ctx context.Context, item Item, guard Key, expected int64) error
 
 	// Query lists the items of one partition.
@@ -192,6 +192,16 @@ type Store interface {
 	// sequence number: 1 for the first entry, then consecutive, never
 	// renumbered, no gaps, no duplicates, even under parallel appends.
 	Append(ctx context.Context, stream string, body []byte) (seq int64, err error)
+
+	// Transact applies several writes (put-once, compare-and-swap, log
+	// append) as one: every condition holds and every write happens, or
+	// nothing is written. A failed condition is a *TransactError naming the
+	// part, wrapping the error that part alone would have returned. seqs
+	// holds, at the index of each Append part, its sequence number (0 for
+	// the other parts). An item may be written once per transaction, a
+	// stream appended to once. In DynamoDB it is one TransactWriteItems
+	// (billed double); in SQLite one transaction.
+	Transact(ctx context.Context, writes []Write) (seqs []int64, err error)
 
 	// ReadLog returns entries with Seq > after, ascending, at most limit
 	// (0 = 100, at most 1000).

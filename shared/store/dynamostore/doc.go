@@ -11,8 +11,12 @@
 //   - PutOnce: PutItem on attribute_not_exists(pk).
 //   - CompareAndSwap: PutItem on version = expected (attribute_not_exists for
 //     0), and fence <= fence for an owner write.
-//   - PutOnceIfVersion: the only TransactWriteItems, a Put on
-//     attribute_not_exists(pk) with a ConditionCheck of the guard's version.
+//   - PutOnceIfVersion: TransactWriteItems, a Put on attribute_not_exists(pk)
+//     with a ConditionCheck of the guard's version.
+//   - Transact: TransactWriteItems of one conditional Put per part (a log
+//     part after reading its stream's last entry, retried with fresh
+//     numbers when only log parts lost); the SDK's ClientRequestToken makes
+//     its own retry of a lost response idempotent.
 //   - AcquireLease, RenewLease, ReleaseLease: one UpdateItem each on the
 //     <resource>/LEASE item (fence = if_not_exists(fence, 0) + 1 on acquire).
 //   - ApplyCounter: one UpdateItem, NOT contains(counted, :member) with

@@ -125,16 +125,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, item store.Item, expected, f
 			store.ErrInvalid, item.Key(), item.Version, expected, fence)
 	}
 	op := "compare-and-swap " + item.Key().String()
-	var cond expression.ConditionBuilder
-	if expected == 0 {
-		cond = expression.AttributeNotExists(expression.Name(attrPK))
-	} else {
-		cond = expression.Name(attrVersion).Equal(expression.Value(expected))
-		if fence > 0 {
-			cond = cond.And(expression.Name(attrFence).LessThanEqual(expression.Value(fence)))
-		}
-	}
-	err := s.put(ctx, op, item, cond)
+	err := s.put(ctx, op, item, casCondition(expected, fence))
 	old, failed := conditionFailed(err)
 	if !failed {
 		return err

@@ -15,7 +15,7 @@ import (
 var _ store.Store = (*Store)(nil)
 
 // Store is the DynamoDB adapter: one table, every operation one
-// conditional request (PutOnceIfVersion: one TransactWriteItems).
+// conditional request (PutOnceIfVersion and Transact: one TransactWriteItems).
 type Store struct {
 	db    *dynamodb.Client
 	table string

@@ -10,20 +10,25 @@ import (
 
 // Usage is a snapshot of what was counted.
 type Usage struct {
-	Reads, Writes int64   // operations
+	Reads, Writes int64 // operations; Writes counts each item a transaction writes
+	// WriteRequests counts write calls: a transaction of several items is
+	// one (one round trip, one commit).
+	WriteRequests int64
 	RCU, WCU      float64 // capacity units as DynamoDB would bill them
 	BytesWritten  int64
 }
 
 // Sub returns u - o.
 func (u Usage) Sub(o Usage) Usage {
-	return Usage{Reads: u.Reads - o.Reads, Writes: u.Writes - o.Writes, RCU: u.RCU - o.RCU, WCU: u.WCU - o.WCU, BytesWritten: u.BytesWritten - o.BytesWritten}
+	return Usage{Reads: u.Reads - o.Reads, Writes: u.Writes - o.Writes, WriteRequests: u.WriteRequests - o.WriteRequests,
+		RCU: u.RCU - o.RCU, WCU: u.WCU - o.WCU, BytesWritten: u.BytesWritten - o.BytesWritten}
 }
 
 // Store counts usage of an underlying store.
 type Store struct {
 	store.Store
 	reads, writes, bytes atomic.Int64
+	requests             atomic.Int64
 	rcuHalf, wcu         atomic.Int64 // rcu in half units
 }
 
@@ -34,7 +39,7 @@ func Wrap(s store.Store) *Store { return &Store{Store: s} }
 
 // Usage returns the counts so far.
 func (m *Store) Usage() Usage {
-	return Usage{Reads: m.reads.Load(), Writes: m.writes.Load(), RCU: float64(m.rcuHalf.Load()) / 2,
+	return Usage{Reads: m.reads.Load(), Writes: m.writes.Load(), WriteRequests: m.requests.Load(), RCU: float64(m.rcuHalf.Load()) / 2,
 		WCU: float64(m.wcu.Load()), BytesWritten: m.bytes.Load()}
 }
 
@@ -64,6 +69,7 @@ func units(size, per int) int64 {
 }
 
 func (m *Store) write(size int, factor int64) {
+	m.requests.Add(1)
 	m.writes.Add(1)
 	m.bytes.Add(int64(size))
 	m.wcu.Add(units(size, 1024) * factor)
@@ -99,7 +105,25 @@ func (m *Store) PutOnceIfVersion(ctx context.Context, it store.Item, guard store
 	// TransactWriteItems bills each item as two writes; the condition check counts as a write too.
 	m.write(itemSize(it), 2)
 	m.write(len(guard.PK)+len(guard.SK)+16, 2)
+	m.requests.Add(-1)
 	return m.Store.PutOnceIfVersion(ctx, it, guard, expected)
+}
+
+func (m *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, error) {
+	for _, w := range writes {
+		switch {
+		case w.PutOnce != nil:
+			m.write(itemSize(*w.PutOnce), 2)
+		case w.CAS != nil:
+			m.write(itemSize(w.CAS.Item), 2)
+		case w.Append != nil:
+			m.read(4096, false) // the last entry, to find the next sequence number
+			m.write(len(w.Append.Stream)+len(w.Append.Body)+40, 2)
+		}
+		m.requests.Add(-1)
+	}
+	m.requests.Add(1)
+	return m.Store.Transact(ctx, writes)
 }
 
 func pageSize(p store.Page) int {

@@ -52,6 +52,15 @@ func (c *itemCache) get(k store.Key) (store.Item, bool, uint64) {
 	return store.Item{}, false, c.seq[c.stripe(k)]
 }
 
+// peek returns a cached item without copying its body (callers must not
+// keep or change the body).
+func (c *itemCache) peek(k store.Key) (store.Item, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	it, ok := c.items[k]
+	return it, ok
+}
+
 // fill caches an item read from the database, unless a write of the same
 // stripe committed since the read began (seq is what get returned).
 func (c *itemCache) fill(it store.Item, seq uint64) {

@@ -34,8 +34,11 @@
 // both index entries: about 26 KB of WAL per CAS instead of 9 KB at 8 KB
 // pages), and group commit, whose batches share the pages they touch.
 // Writes whose conditions are all checked before they change anything
-// (every operation but ApplyCounter) skip the per-write SAVEPOINT a batch
-// otherwise needs.
+// (every operation but ApplyCounter and Transact) skip the per-write
+// SAVEPOINT a batch otherwise needs. A compare-and-swap whose item is in
+// the item cache at the expected version skips reading the row's index
+// keys. Transact runs its parts in order inside one savepoint of the
+// batch: the first failed condition undoes the parts before it.
 //
 // Tests inject failures with WithFault, which wraps the SQLite driver so a
 // chosen statement (or BEGIN / COMMIT) fails the way a disk error would.

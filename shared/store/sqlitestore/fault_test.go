@@ -119,6 +119,20 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		{name: "append, commit fails", fail: "COMMIT",
 			do:    func(s store.Store) error { _, err := s.Append(ctx, exec, []byte("e2")); return err },
 			check: func(t *testing.T, s store.Store) { mustLog(t, s, exec, "e1", "e2") }},
+		{name: "transact, the last part's insert fails after the others were applied", fail: "body, at)",
+			do: func(s store.Store) error {
+				_, err := s.Transact(ctx, []store.Write{
+					store.CASOf(store.Item{PK: exec, SK: "META", Version: 4, Body: []byte("meta v4")}, 3, 0),
+					store.PutOnceWrite(store.Item{PK: exec, SK: "RECEIPT#t1", Version: 1, Body: []byte("t")}),
+					store.AppendOf(exec, []byte("t1")),
+				})
+				return err
+			},
+			check: func(t *testing.T, s store.Store) {
+				mustGetBody(t, s, meta.Key(), "meta v4")
+				mustGetBody(t, s, store.Key{PK: exec, SK: "RECEIPT#t1"}, "t")
+				mustLog(t, s, exec, "e1", "e2", "t1")
+			}},
 	}
 
 	var f faults

@@ -112,19 +112,23 @@ func (s *Store) PutOnce(ctx context.Context, item store.Item) error {
 	}
 	op := "put-once " + item.Key().String()
 	return s.writeItems(ctx, op, []store.Item{asStored(item)}, func(tx *sql.Tx) error {
-		inserted, err := s.insertTx(ctx, tx, item)
-		if err != nil {
-			return unavailable(op, err)
-		}
-		if inserted {
-			return nil
-		}
-		existing, _, err := s.getTx(ctx, tx, item.Key())
-		if err != nil {
-			return unavailable(op, err)
-		}
-		return &store.ConflictError{Key: item.Key(), Existing: existing}
+		return s.putOnceTx(ctx, tx, op, item)
 	})
+}
+
+func (s *Store) putOnceTx(ctx context.Context, tx *sql.Tx, op string, item store.Item) error {
+	inserted, err := s.insertTx(ctx, tx, item)
+	if err != nil {
+		return unavailable(op, err)
+	}
+	if inserted {
+		return nil
+	}
+	existing, _, err := s.getTx(ctx, tx, item.Key())
+	if err != nil {
+		return unavailable(op, err)
+	}
+	return &store.ConflictError{Key: item.Key(), Existing: existing}
 }
 
 // CompareAndSwap replaces the item if its version is expected (0: absent)
@@ -138,37 +142,114 @@ func (s *Store) CompareAndSwap(ctx context.Context, item store.Item, expected, f
 	}
 	op := "compare-and-swap " + item.Key().String()
 	return s.writeItems(ctx, op, []store.Item{asStored(item)}, func(tx *sql.Tx) error {
-		var (
-			done bool
-			err  error
-		)
-		if expected == 0 {
-			done, err = s.insertTx(ctx, tx, item)
-		} else {
-			// fence 0 is not an owner write: "fence <= MaxInt64" always holds.
-			maxFence := fence
-			if fence == 0 {
-				maxFence = 1<<63 - 1
-			}
-			done, err = s.updateTx(ctx, tx, item, expected, maxFence)
-		}
-		if err != nil {
-			return unavailable(op, err)
-		}
-		if done {
-			return nil
-		}
-		stored, found, err := s.getTx(ctx, tx, item.Key())
-		if err != nil {
-			return unavailable(op, err)
-		}
-		return casFailure(item.Key(), expected, fence, stored, found)
+		return s.casTx(ctx, tx, op, item, expected, fence)
 	})
+}
+
+// casTx is CompareAndSwap inside a write transaction; item.Fence is set.
+func (s *Store) casTx(ctx context.Context, tx *sql.Tx, op string, item store.Item, expected, fence int64) error {
+	var (
+		done bool
+		err  error
+	)
+	if expected == 0 {
+		done, err = s.insertTx(ctx, tx, item)
+	} else {
+		// fence 0 is not an owner write: "fence <= MaxInt64" always holds.
+		maxFence := fence
+		if fence == 0 {
+			maxFence = 1<<63 - 1
+		}
+		done, err = s.updateTx(ctx, tx, item, expected, maxFence)
+	}
+	if err != nil {
+		return unavailable(op, err)
+	}
+	if done {
+		return nil
+	}
+	stored, found, err := s.getTx(ctx, tx, item.Key())
+	if err != nil {
+		return unavailable(op, err)
+	}
+	return casFailure(item.Key(), expected, fence, stored, found)
+}
+
+// Transact runs every part in one write transaction (a savepoint of its
+// batch): the first failed condition undoes the parts before it.
+func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, error) {
+	if err := store.ValidateTransact(writes); err != nil {
+		return nil, fmt.Errorf("transact: %w", err)
+	}
+	writes = append([]store.Write(nil), writes...) // the fences below are set on a copy
+	seqs := make([]int64, len(writes))
+	var items []store.Item
+	for i, w := range writes {
+		switch {
+		case w.PutOnce != nil:
+			items = append(items, asStored(*w.PutOnce))
+		case w.CAS != nil:
+			it := w.CAS.Item
+			if w.CAS.Fence > 0 {
+				it.Fence = w.CAS.Fence
+			}
+			writes[i].CAS = &store.CASWrite{Item: it, Expected: w.CAS.Expected, Fence: w.CAS.Fence}
+			items = append(items, asStored(it))
+		}
+	}
+	op := fmt.Sprintf("transact %d parts", len(writes))
+	err := s.enqueue(&writeReq{ctx: ctx, op: op, items: items, fn: func(tx *sql.Tx) error {
+		for i, w := range writes {
+			var err error
+			switch {
+			case w.PutOnce != nil:
+				err = s.putOnceTx(ctx, tx, op, *w.PutOnce)
+			case w.CAS != nil:
+				err = s.casTx(ctx, tx, op, w.CAS.Item, w.CAS.Expected, w.CAS.Fence)
+			default:
+				seqs[i], err = s.appendTx(ctx, tx, op, w.Append.Stream, w.Append.Body)
+			}
+			if err != nil {
+				var ue *store.UnavailableError
+				if !errors.As(err, &ue) {
+					err = &store.TransactError{Index: i, Err: err}
+				}
+				return err
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return seqs, nil
 }
 
 // updateTx replaces the item if its version is expected and its fence at
 // most maxFence; done is false when the condition does not hold.
 func (s *Store) updateTx(ctx context.Context, tx *sql.Tx, item store.Item, expected, maxFence int64) (done bool, err error) {
+	expires := nullableInt(store.ExpiresAtSeconds(item.ExpiresAt))
+	sameKeys := func(g1pk, g1sk, g2pk, g2sk string) bool {
+		return g1pk == item.GSI1PK && g1sk == item.GSI1SK && g2pk == item.GSI2PK && g2sk == item.GSI2SK
+	}
+	updateBody := func() (bool, error) {
+		res, err := tx.StmtContext(ctx, s.stmts.wUpdateBody).ExecContext(ctx, item.Version, item.Fence, expires, item.Body,
+			item.PK, item.SK, expected, maxFence)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return err == nil && n == 1, err
+	}
+	if s.cache != nil {
+		// The cached item at the expected version has the index keys the
+		// row has (a version is written once), so no read is needed to
+		// choose the statement. The UPDATE still checks the condition: the
+		// row may have moved on in this very batch.
+		if c, ok := s.cache.peek(item.Key()); ok && c.Version == expected && sameKeys(c.GSI1PK, c.GSI1SK, c.GSI2PK, c.GSI2SK) {
+			return updateBody()
+		}
+	}
 	var g1pk, g1sk, g2pk, g2sk sql.NullString
 	err = tx.StmtContext(ctx, s.stmts.wCASKeys).QueryRowContext(ctx, item.PK, item.SK, expected, maxFence).Scan(&g1pk, &g1sk, &g2pk, &g2sk)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -177,16 +258,13 @@ func (s *Store) updateTx(ctx context.Context, tx *sql.Tx, item store.Item, expec
 	if err != nil {
 		return false, err
 	}
-	expires := nullableInt(store.ExpiresAtSeconds(item.ExpiresAt))
-	var res sql.Result
-	if g1pk.String == item.GSI1PK && g1sk.String == item.GSI1SK && g2pk.String == item.GSI2PK && g2sk.String == item.GSI2SK {
-		res, err = tx.StmtContext(ctx, s.stmts.wUpdateBody).ExecContext(ctx, item.Version, item.Fence, expires, item.Body, item.PK, item.SK)
-	} else {
-		res, err = tx.StmtContext(ctx, s.stmts.wUpdateItem).ExecContext(ctx,
-			item.Version, item.Fence, nullable(item.GSI1PK), nullable(item.GSI1SK),
-			nullable(item.GSI2PK), nullable(item.GSI2SK), expires, item.Body,
-			item.PK, item.SK, expected, maxFence)
+	if sameKeys(g1pk.String, g1sk.String, g2pk.String, g2sk.String) {
+		return updateBody()
 	}
+	res, err := tx.StmtContext(ctx, s.stmts.wUpdateItem).ExecContext(ctx,
+		item.Version, item.Fence, nullable(item.GSI1PK), nullable(item.GSI1SK),
+		nullable(item.GSI2PK), nullable(item.GSI2SK), expires, item.Body,
+		item.PK, item.SK, expected, maxFence)
 	if err != nil {
 		return false, err
 	}

@@ -23,27 +23,36 @@ func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, 
 	op := "append to " + stream
 	var seq int64
 	err := s.writeChecked(ctx, op, func(tx *sql.Tx) error {
-		var last string
-		err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			seq = 1
-		case err != nil:
-			return unavailable(op, err)
-		default:
-			n, err := store.ParseLogSK(last)
-			if err != nil {
-				return fmt.Errorf("%s: last entry: %w", op, err)
-			}
-			seq = n + 1
-		}
-		if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, time.Now().UnixMicro()); err != nil {
-			return unavailable(op, err)
-		}
-		return nil
+		var err error
+		seq, err = s.appendTx(ctx, tx, op, stream, body)
+		return err
 	})
 	if err != nil {
 		return 0, err
+	}
+	return seq, nil
+}
+
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, op, stream string, body []byte) (int64, error) {
+	var (
+		last string
+		seq  int64
+	)
+	err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		seq = 1
+	case err != nil:
+		return 0, unavailable(op, err)
+	default:
+		n, err := store.ParseLogSK(last)
+		if err != nil {
+			return 0, fmt.Errorf("%s: last entry of %s: %w", op, stream, err)
+		}
+		seq = n + 1
+	}
+	if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, time.Now().UnixMicro()); err != nil {
+		return 0, unavailable(op, err)
 	}
 	return seq, nil
 }

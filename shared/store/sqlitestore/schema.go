@@ -164,7 +164,7 @@ func (st *statements) prepare(w, r *sql.DB) error {
 	// every index whose columns an UPDATE assigns, changed or not, so
 	// assigning the GSI columns would dirty two index pages per write.
 	st.wCASKeys = p(w, `SELECT gsi1pk, gsi1sk, gsi2pk, gsi2sk FROM items WHERE pk = ? AND sk = ? AND version = ? AND fence <= ?`)
-	st.wUpdateBody = p(w, `UPDATE items SET version = ?, fence = ?, expires_at = ?, body = ? WHERE pk = ? AND sk = ?`)
+	st.wUpdateBody = p(w, `UPDATE items SET version = ?, fence = ?, expires_at = ?, body = ? WHERE pk = ? AND sk = ? AND version = ? AND fence <= ?`)
 	st.wGetVersion = p(w, `SELECT version FROM items WHERE pk = ? AND sk = ?`)
 	st.wGetLease = p(w, getLease)
 	st.wInsLease = p(w, `INSERT INTO items (pk, sk, version, fence, attempt_id, lease_until)

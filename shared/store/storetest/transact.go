@@ -1,0 +1,163 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/openprogram/lifecycle/shared/store"
+)
+
+func testTransact(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := context.Background()
+	p := ns(t)
+
+	t.Run("every part is written and appends are numbered", func(t *testing.T) {
+		stream := p + "SESSION#ok"
+		_, err := s.Append(ctx, stream, []byte("first"))
+		mustNil(t, err, "append")
+		base := store.Item{PK: p + "ACTION#ok", SK: "META", Version: 1, GSI1PK: p + "S", GSI1SK: "a", Body: []byte(`{"v":1}`)}
+		mustNil(t, s.PutOnce(ctx, base), "put")
+		next := base
+		next.Version, next.GSI2PK, next.GSI2SK, next.Body = 2, p+"OPEN", "x", []byte(`{"v":2}`)
+		fresh := store.Item{PK: p + "ACTION#ok", SK: "IDEMP", Version: 1, Body: []byte(`{}`)}
+		seqs, err := s.Transact(ctx, []store.Write{store.CASOf(next, 1, 0), store.PutOnceWrite(fresh), store.AppendOf(stream, []byte("second"))})
+		mustNil(t, err, "transact")
+		if !slices.Equal(seqs, []int64{0, 0, 2}) {
+			t.Fatalf("seqs %v, want [0 0 2]", seqs)
+		}
+		got, err := s.Get(ctx, next.Key())
+		mustNil(t, err, "get")
+		sameItem(t, got, next, "CAS part")
+		got, err = s.Get(ctx, fresh.Key())
+		mustNil(t, err, "get")
+		sameItem(t, got, fresh, "put-once part")
+		entries, err := s.ReadLog(ctx, stream, 0, 0)
+		mustNil(t, err, "read log")
+		if len(entries) != 2 || string(entries[1].Body) != "second" || entries[1].Seq != 2 {
+			t.Fatalf("log %+v", entries)
+		}
+	})
+
+	t.Run("a failed condition writes nothing and names its part", func(t *testing.T) {
+		stream := p + "SESSION#fail"
+		a := store.Item{PK: p + "ACTION#fail", SK: "META", Version: 3, Body: []byte(`{"a":3}`)}
+		mustNil(t, s.PutOnce(ctx, a), "put")
+		owned := store.Item{PK: p + "ACTION#fail", SK: "OWNED", Version: 1, Body: []byte(`{}`)}
+		mustNil(t, s.CompareAndSwap(ctx, owned, 0, 7), "owner write")
+		owned.Fence = 7
+		fresh := store.Item{PK: p + "ACTION#fail", SK: "NEW", Version: 1, Body: []byte(`{}`)}
+		a2 := a
+		a2.Version, a2.Body = 4, []byte(`{"a":4}`)
+
+		cases := []struct {
+			name   string
+			writes []store.Write
+			index  int
+			check  func(t *testing.T, err error)
+		}{
+			{"version moved", []store.Write{store.PutOnceWrite(fresh), store.AppendOf(stream, []byte("x")), store.CASOf(a2, 2, 0)}, 2,
+				func(t *testing.T, err error) {
+					vc := as[*store.VersionConflictError](t, err, "CAS part")
+					if vc.Expected != 2 || vc.Actual != 3 {
+						t.Fatalf("%+v", vc)
+					}
+				}},
+			{"item exists", []store.Write{store.AppendOf(stream, []byte("x")), store.PutOnceWrite(a), store.PutOnceWrite(fresh)}, 1,
+				func(t *testing.T, err error) {
+					ce := as[*store.ConflictError](t, err, "put-once part")
+					sameItem(t, ce.Existing, a, "existing")
+				}},
+			{"stale fence", []store.Write{store.PutOnceWrite(fresh), store.CASOf(store.Item{PK: owned.PK, SK: owned.SK, Version: 2, Body: []byte(`{}`)}, 1, 6)}, 1,
+				func(t *testing.T, err error) {
+					fe := as[*store.FenceError](t, err, "fenced part")
+					if fe.Fence != 6 || fe.Stored != 7 {
+						t.Fatalf("%+v", fe)
+					}
+				}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := s.Transact(ctx, tc.writes)
+				te := as[*store.TransactError](t, err, "transact")
+				if te.Index != tc.index {
+					t.Fatalf("failed part %d, want %d (%v)", te.Index, tc.index, err)
+				}
+				is(t, err, store.ErrConflict, "transact")
+				tc.check(t, err)
+				if _, err := s.Get(ctx, fresh.Key()); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("the put-once part was written: %v", err)
+				}
+				got, err := s.Get(ctx, a.Key())
+				mustNil(t, err, "get")
+				sameItem(t, got, a, "the CAS target")
+				got, err = s.Get(ctx, owned.Key())
+				mustNil(t, err, "get")
+				sameItem(t, got, owned, "the fenced item")
+				entries, err := s.ReadLog(ctx, stream, 0, 0)
+				mustNil(t, err, "read log")
+				if len(entries) != 0 {
+					t.Fatalf("the append part was written: %+v", entries)
+				}
+			})
+		}
+	})
+
+	t.Run("invalid transactions are refused", func(t *testing.T) {
+		it := store.Item{PK: p + "ACTION#inv", SK: "META", Version: 1}
+		for name, writes := range map[string][]store.Write{
+			"empty":             nil,
+			"no part":           {{}},
+			"two in one part":   {{PutOnce: &it, Append: &store.AppendWrite{Stream: p + "s", Body: []byte("x")}}},
+			"one item twice":    {store.PutOnceWrite(it), store.CASOf(store.Item{PK: it.PK, SK: it.SK, Version: 2}, 1, 0)},
+			"one stream twice":  {store.AppendOf(p+"s", []byte("a")), store.AppendOf(p+"s", []byte("b"))},
+			"version not above": {store.CASOf(store.Item{PK: it.PK, SK: it.SK, Version: 1}, 1, 0)},
+			"empty stream":      {store.AppendOf("", []byte("a"))},
+		} {
+			_, err := s.Transact(ctx, writes)
+			if !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("%s: %v, want ErrInvalid", name, err)
+			}
+		}
+		if _, err := s.Get(ctx, it.Key()); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused transaction wrote: %v", err)
+		}
+	})
+
+	t.Run("parallel transactions appending to one stream: 1..N, each with its item", func(t *testing.T) {
+		stream := p + "SESSION#race"
+		seqs := make([]int64, Racers)
+		errs := race(func(i int) error {
+			got, err := s.Transact(ctx, []store.Write{
+				store.PutOnceWrite(store.Item{PK: fmt.Sprintf("%sACTION#r%02d", p, i), SK: "META", Version: 1, Body: fmt.Appendf(nil, "%d", i)}),
+				store.AppendOf(stream, fmt.Appendf(nil, "%d", i)),
+			})
+			if err == nil {
+				seqs[i] = got[1]
+			}
+			return err
+		})
+		for _, err := range errs {
+			mustNil(t, err, "transact")
+		}
+		sorted := slices.Clone(seqs)
+		slices.Sort(sorted)
+		for i, seq := range sorted {
+			if seq != int64(i+1) {
+				t.Fatalf("sequence numbers %v: want 1..%d", sorted, Racers)
+			}
+		}
+		entries, err := s.ReadLog(ctx, stream, 0, 0)
+		mustNil(t, err, "read log")
+		for _, e := range entries {
+			var i int
+			fmt.Sscanf(string(e.Body), "%d", &i)
+			if seqs[i] != e.Seq {
+				t.Fatalf("entry %d holds the body of transaction %d, which was told seq %d", e.Seq, i, seqs[i])
+			}
+		}
+	})
+}
