@@ -75,9 +75,10 @@ func (s *Service) authorize(ctx context.Context, in StepInput) (AuthorizeOutput,
 		}
 		d.Executor = kind
 	}
-	saved, err := s.updateLoaded(ctx, a.ActionID, &a, 0, func(cur *Action) error {
+	// The decision and its "action.decided" event are written together.
+	saved, _, changed, err := s.updateWithEvent(ctx, a.ActionID, &a, 0, func(cur *Action) error {
 		if cur.Decision != nil && cur.Decision.Mode == mode && cur.States.Permission != lifecycle.PermissionAsk {
-			return errStop // a concurrent run decided first; keep its decision
+			return errStop // a concurrent run decided first; keep its decision (and its event)
 		}
 		st, err := cur.States.WithPermission(d.Permission)
 		if err != nil {
@@ -87,15 +88,16 @@ func (s *Service) authorize(ctx context.Context, in StepInput) (AuthorizeOutput,
 		dd := d
 		cur.Decision = &dd
 		return nil
+	}, func(cur *Action) (Event, any) {
+		return Event{Type: "action.decided", SessionID: cur.SessionID, ExecutionID: cur.ExecutionID, ActionID: cur.ActionID},
+			map[string]any{"decision": cur.Decision, "states": cur.States}
 	})
 	if err != nil {
 		return AuthorizeOutput{}, err
 	}
-	s.logFor(&saved).Info("decided", "permission", saved.Decision.Permission, "reason_source", saved.Decision.Reason.Source,
-		"reason_code", saved.Decision.Reason.Code, "policy_version", saved.Decision.PolicyVersion, "mode", mode)
-	if _, err := s.appendEvent(ctx, Event{Type: "action.decided", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
-		map[string]any{"decision": saved.Decision, "states": saved.States}); err != nil {
-		return AuthorizeOutput{}, err
+	if changed {
+		s.logFor(&saved).Info("decided", "permission", saved.Decision.Permission, "reason_source", saved.Decision.Reason.Source,
+			"reason_code", saved.Decision.Reason.Code, "policy_version", saved.Decision.PolicyVersion, "mode", mode)
 	}
 	return outputOf(*saved.Decision), nil
 }

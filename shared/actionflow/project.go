@@ -33,7 +33,13 @@ func (s *Service) project(ctx context.Context, in StepInput) (ProjectOutput, err
 	if err != nil {
 		return ProjectOutput{}, err
 	}
-	a, err := s.updateAction(ctx, in.ActionID, 0, func(a *Action) error {
+	event := func(a *Action) (Event, any) {
+		return Event{Type: "action.projected", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
+			map[string]any{"states": a.States, "outcome": rc.Outcome, "error_code": rc.ErrorCode, "tool": a.Tool}
+	}
+	// The projected state and its event are written together; a repeat
+	// (already projected) appends the same event again for the publisher.
+	a, ev, changed, err := s.updateWithEvent(ctx, in.ActionID, nil, 0, func(a *Action) error {
 		st, err := ApplyReceipt(a.States, rc)
 		if err != nil {
 			return &PermanentError{Code: "illegal_transition", Msg: err.Error()}
@@ -46,14 +52,15 @@ func (s *Service) project(ctx context.Context, in StepInput) (ProjectOutput, err
 		}
 		a.States = st
 		return nil
-	})
+	}, event)
 	if err != nil {
 		return ProjectOutput{}, err
 	}
-	ev, err := s.appendEvent(ctx, Event{Type: "action.projected", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
-		map[string]any{"states": a.States, "outcome": rc.Outcome, "error_code": rc.ErrorCode, "tool": a.Tool})
-	if err != nil {
-		return ProjectOutput{}, err
+	if !changed {
+		e, data := event(&a)
+		if ev, err = s.appendEvent(ctx, e, data); err != nil {
+			return ProjectOutput{}, err
+		}
 	}
 	if s.cfg.Publisher != nil {
 		if err := s.cfg.Publisher.Publish(ctx, ev); err != nil {

@@ -63,7 +63,19 @@ func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOu
 	if err != nil {
 		return RecordOutput{}, err
 	}
-	rc, err := s.getReceipt(ctx, a.ActionID)
+	var rc Receipt
+	if a.Start != nil && a.Result != nil {
+		// The common case (a dispatched action with its result stored):
+		// seal straight away; a receipt sealed before stands.
+		if proposed, perr := s.receiptFor(a, in, by); perr == nil {
+			rc, err = s.sealFromResult(ctx, a, proposed, by)
+			if err != nil {
+				return RecordOutput{}, err
+			}
+			return s.finishRecord(ctx, a, rc)
+		}
+	}
+	rc, err = s.getReceipt(ctx, a.ActionID)
 	switch {
 	case err == nil:
 		// Already sealed: a repeated record only completes the checkpoint.
@@ -80,42 +92,47 @@ func (s *Service) record(ctx context.Context, in StepInput, by string) (RecordOu
 		if perr != nil {
 			return RecordOutput{}, perr
 		}
-		if rc, err = s.SealReceipt(ctx, proposed); err != nil {
-			var rce *ReceiptConflictError
-			if !errors.As(err, &rce) {
-				return RecordOutput{}, err
-			}
-			rc = rce.Stored
+		if rc, err = s.sealFromResult(ctx, a, proposed, by); err != nil {
+			return RecordOutput{}, err
 		}
+	default:
+		return RecordOutput{}, err
+	}
+	return s.finishRecord(ctx, a, rc)
+}
+
+// sealFromResult seals proposed, or takes the receipt sealed before it
+// (which stands), and reports a fresh one.
+func (s *Service) sealFromResult(ctx context.Context, a Action, proposed Receipt, by string) (Receipt, error) {
+	rc, fresh, err := s.sealReceipt(ctx, proposed)
+	if err != nil {
+		var rce *ReceiptConflictError
+		if !errors.As(err, &rce) {
+			return rc, err
+		}
+		rc, fresh = rce.Stored, false
+	}
+	if fresh {
 		if rc.Outcome == lifecycle.OutcomeUnknown {
 			s.cfg.Metrics.UnknownOutcome(a.Tool)
 		}
 		s.logFor(&a).Info("receipt sealed", "outcome", rc.Outcome, "error_code", rc.ErrorCode, "recorded_by", by)
-	default:
-		return RecordOutput{}, err
 	}
+	return rc, nil
+}
+
+// finishRecord folds the sealed receipt into the checkpoint.
+func (s *Service) finishRecord(ctx context.Context, a Action, rc Receipt) (RecordOutput, error) {
 	if err := faults.At(ctx, faults.AfterReceipt); err != nil {
 		return RecordOutput{}, err
 	}
 	ck, err := s.foldCheckpoint(ctx, a, rc)
 	if err != nil {
+		var pe *PermanentError
+		if errors.As(err, &pe) {
+			return RecordOutput{}, err
+		}
 		return RecordOutput{}, &CheckpointError{ActionID: string(a.ActionID), Msg: err.Error()}
-	}
-	// Delivery "recorded" on the action says the checkpoint holds the
-	// receipt, durably and for good (the checkpoint's own list of folded
-	// actions is bounded), so recovery never folds a receipt twice.
-	if _, err := s.updateLoaded(ctx, a.ActionID, &a, 0, func(cur *Action) error {
-		st, err := ApplyReceipt(cur.States, rc)
-		if err != nil {
-			return &PermanentError{Code: "illegal_transition", Msg: err.Error()}
-		}
-		if st == cur.States {
-			return errStop
-		}
-		cur.States = st
-		return nil
-	}); err != nil {
-		return RecordOutput{}, err
 	}
 	if err := faults.At(ctx, faults.AfterCheckpoint); err != nil {
 		return RecordOutput{}, err
@@ -194,6 +211,12 @@ func receiptDigest(rc Receipt) string {
 // is an idempotent success; a different one is a *ReceiptConflictError
 // carrying the stored receipt, which stands.
 func (s *Service) SealReceipt(ctx context.Context, rc Receipt) (Receipt, error) {
+	rc, _, err := s.sealReceipt(ctx, rc)
+	return rc, err
+}
+
+// sealReceipt is SealReceipt that also says whether this call sealed it.
+func (s *Service) sealReceipt(ctx context.Context, rc Receipt) (Receipt, bool, error) {
 	if rc.Digest == "" {
 		rc.Digest = receiptDigest(rc)
 	}
@@ -204,17 +227,17 @@ func (s *Service) SealReceipt(ctx context.Context, rc Receipt) (Receipt, error) 
 	if errors.As(err, &ce) {
 		stored, derr := decode[Receipt](ce.Existing, "receipt")
 		if derr != nil {
-			return rc, derr
+			return rc, false, derr
 		}
 		if stored.Digest == rc.Digest {
-			return stored, nil
+			return stored, false, nil
 		}
-		return stored, &ReceiptConflictError{Stored: stored, Proposed: rc}
+		return stored, false, &ReceiptConflictError{Stored: stored, Proposed: rc}
 	}
 	if err != nil {
-		return rc, fmt.Errorf("seal receipt %s: %w", rc.ActionID, err)
+		return rc, false, fmt.Errorf("seal receipt %s: %w", rc.ActionID, err)
 	}
-	return rc, nil
+	return rc, true, nil
 }
 
 // GetCheckpoint reads an execution's checkpoint (a zero checkpoint when none yet).
@@ -231,35 +254,59 @@ func (s *Service) GetCheckpoint(ctx context.Context, id ids.ExecutionID) (Checkp
 	return ck, err
 }
 
-// foldCheckpoint folds a sealed receipt into the execution's checkpoint with
-// compare-and-swap, retrying lost races (parallel actions of one execution).
+// foldCheckpoint folds a sealed receipt into the execution's checkpoint
+// (compare-and-swap on its version) and, in the same transaction, marks
+// the action's delivery "recorded": that mark says the checkpoint holds the
+// receipt, durably and for good (the checkpoint's own list of folded
+// actions is bounded), so recovery never folds a receipt twice. Lost races
+// (parallel actions of one execution, a concurrent step on the action) are
+// read again and retried.
 func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Checkpoint, error) {
 	for i := 0; ; i++ {
+		if i > 0 {
+			var err error
+			if a, err = s.getAction(ctx, a.ActionID); err != nil {
+				return Checkpoint{}, err
+			}
+		}
 		ck, err := s.GetCheckpoint(ctx, a.ExecutionID)
 		if err != nil {
 			return ck, err
 		}
-		if ck.folded(a.ActionID) {
+		st, err := ApplyReceipt(a.States, rc)
+		if err != nil {
+			return ck, &PermanentError{Code: "illegal_transition", Msg: err.Error()}
+		}
+		var writes []store.Write
+		if !ck.folded(a.ActionID) {
+			id := identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}
+			switch rc.Outcome {
+			case lifecycle.OutcomeFailed:
+				ck.RecentFailures.Record(id, rc.ErrorCode, rc.PolicyVersion)
+			case lifecycle.OutcomeSucceeded:
+				ck.RecentFailures.Clear(id)
+			}
+			ck.Recorded++
+			ck.LastActionID = a.ActionID
+			ck.Folded = append(ck.Folded, a.ActionID)
+			if len(ck.Folded) > foldedBound {
+				ck.Folded = ck.Folded[len(ck.Folded)-foldedBound:]
+			}
+			ck.UpdatedAt = s.now()
+			expected := ck.Version
+			ck.Version++
+			k := checkpointKey(a.ExecutionID)
+			writes = append(writes, store.CASOf(store.Item{PK: k.PK, SK: k.SK, Version: ck.Version, Body: encode(ck)}, expected, 0))
+		}
+		if st != a.States {
+			next := a
+			next.States, next.Version, next.UpdatedAt = st, a.Version+1, s.now()
+			writes = append(writes, store.CASOf(s.actionItem(next), a.Version, 0))
+		}
+		if len(writes) == 0 {
 			return ck, nil
 		}
-		id := identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}
-		switch rc.Outcome {
-		case lifecycle.OutcomeFailed:
-			ck.RecentFailures.Record(id, rc.ErrorCode, rc.PolicyVersion)
-		case lifecycle.OutcomeSucceeded:
-			ck.RecentFailures.Clear(id)
-		}
-		ck.Recorded++
-		ck.LastActionID = a.ActionID
-		ck.Folded = append(ck.Folded, a.ActionID)
-		if len(ck.Folded) > foldedBound {
-			ck.Folded = ck.Folded[len(ck.Folded)-foldedBound:]
-		}
-		ck.UpdatedAt = s.now()
-		expected := ck.Version
-		ck.Version++
-		k := checkpointKey(a.ExecutionID)
-		err = s.cfg.Store.CompareAndSwap(ctx, store.Item{PK: k.PK, SK: k.SK, Version: ck.Version, Body: encode(ck)}, expected, 0)
+		_, err = s.cfg.Store.Transact(ctx, writes)
 		var vc *store.VersionConflictError
 		if errors.As(err, &vc) && i < 16 {
 			continue

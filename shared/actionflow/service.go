@@ -122,19 +122,32 @@ type Event struct {
 }
 
 func (s *Service) appendEvent(ctx context.Context, ev Event, data any) (Event, error) {
+	ev, w := s.eventWrite(ev, data)
+	seq, err := s.cfg.Store.Append(ctx, w.Append.Stream, w.Append.Body)
+	if err != nil {
+		return ev, fmt.Errorf("append %s event: %w", ev.Type, err)
+	}
+	return s.logged(ev, seq), nil
+}
+
+// eventWrite stamps ev and returns it with the append of it to its
+// session's log, to write alone or as part of a transaction.
+func (s *Service) eventWrite(ev Event, data any) (Event, store.Write) {
 	ev.At = s.now()
 	if data != nil {
 		ev.Data = encode(data)
 	}
-	seq, err := s.cfg.Store.Append(ctx, SessionStream(ev.SessionID), encode(ev))
-	if err != nil {
-		return ev, fmt.Errorf("append %s event: %w", ev.Type, err)
-	}
+	return ev, store.AppendOf(SessionStream(ev.SessionID), encode(ev))
+}
+
+// logged completes an event whose append is durable: its sequence number,
+// and the in-process notification.
+func (s *Service) logged(ev Event, seq int64) Event {
 	ev.Seq = seq
 	if s.cfg.Notify != nil {
 		s.cfg.Notify(ev)
 	}
-	return ev, nil
+	return ev
 }
 
 // ReadEvents returns a session's events after a position.
@@ -244,6 +257,47 @@ func (s *Service) updateLoaded(ctx context.Context, id ids.ActionID, loaded *Act
 }
 
 var errStop = errors.New("nothing to write")
+
+// updateWithEvent is updateLoaded whose write also appends the event that
+// event(a) describes (from the action as it will be saved), in one
+// transaction: the change and its event are durable together or not at
+// all, so a crash between them cannot lose the event. When mutate stops
+// (errStop) nothing is written and changed is false.
+func (s *Service) updateWithEvent(ctx context.Context, id ids.ActionID, loaded *Action, fence int64,
+	mutate func(a *Action) error, event func(a *Action) (Event, any)) (saved Action, ev Event, changed bool, err error) {
+	for i := 0; ; i++ {
+		var a Action
+		if i == 0 && loaded != nil {
+			a = *loaded
+		} else if a, err = s.getAction(ctx, id); err != nil {
+			return a, ev, false, err
+		}
+		if err := mutate(&a); err != nil {
+			if errors.Is(err, errStop) {
+				return a, ev, false, nil
+			}
+			return a, ev, false, err
+		}
+		expected, prevFence := a.Version, a.Fence
+		a.Version++
+		a.UpdatedAt = s.now()
+		if fence > 0 {
+			a.Fence = fence
+		}
+		e, data := event(&a)
+		e, w := s.eventWrite(e, data)
+		seqs, err := s.cfg.Store.Transact(ctx, []store.Write{store.CASOf(s.actionItem(a), expected, fence), w})
+		if err != nil {
+			a.Version, a.Fence = expected, prevFence
+			var vc *store.VersionConflictError
+			if errors.As(err, &vc) && i < 8 {
+				continue
+			}
+			return a, e, false, fmt.Errorf("save action %s with its %s event: %w", a.ActionID, e.Type, err)
+		}
+		return a, s.logged(e, seqs[1]), true, nil
+	}
+}
 
 func (s *Service) getReceipt(ctx context.Context, id ids.ActionID) (Receipt, error) {
 	it, err := s.cfg.Store.Get(ctx, receiptKey(id))

@@ -53,13 +53,25 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 		return Action{}, false, &ValidationError{Field: "arguments", Msg: err.Error()}
 	}
 	actionID := ids.NewActionID()
+	var claim *store.Item
 	if req.IdempotencyKey != "" {
-		claimed, err := s.claimKey(ctx, req.SessionID, req.IdempotencyKey, actionID, reqDigest)
+		it := idempotencyItem(req.SessionID, req.IdempotencyKey, actionID, reqDigest)
+		// The claim is written with the action (below) and a concurrent
+		// claim loses there. Reading it first is only needed when this
+		// request would otherwise create a new execution for nothing.
+		var (
+			prev  ids.ActionID
+			found bool
+			err   error
+		)
+		if req.ExecutionID == "" {
+			prev, found, err = s.boundKey(ctx, it.Key(), reqDigest)
+		}
 		if err != nil {
 			return Action{}, false, err
 		}
-		if claimed != actionID {
-			existing, err := s.getAction(ctx, claimed)
+		if found {
+			existing, err := s.getAction(ctx, prev)
 			if err == nil {
 				return s.resubmit(ctx, existing, reqDigest)
 			}
@@ -67,9 +79,12 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 			if !errors.As(err, &nf) {
 				return Action{}, false, err
 			}
-			// The key was claimed but the action never written (a crash in
-			// between): create it now under the claimed id.
-			actionID = claimed
+			// The key is bound but its action was never written (a store
+			// written before the claim and the action were one
+			// transaction): create the action now under the bound id.
+			actionID = prev
+		} else {
+			claim = &it
 		}
 	}
 	execID := req.ExecutionID
@@ -91,29 +106,55 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 		RequestDigest: reqDigest, Interactive: req.Interactive, Origin: req.Principal.Subject,
 		States: lifecycle.NewStates(), CreatedAt: now, UpdatedAt: now, Version: 1,
 	}
-	if err := s.cfg.Store.PutOnce(ctx, s.actionItem(a)); err != nil {
-		var ce *store.ConflictError
-		if errors.As(err, &ce) {
-			existing, derr := decode[Action](ce.Existing, "action")
-			existing.Version = ce.Existing.Version
+	// One transaction: the key's claim, the action and its
+	// "action.submitted" event exist together or not at all.
+	var writes []store.Write
+	if claim != nil {
+		writes = append(writes, store.PutOnceWrite(*claim))
+	}
+	writes = append(writes, store.PutOnceWrite(s.actionItem(a)))
+	ev, w := s.eventWrite(Event{Type: "action.submitted", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
+		map[string]any{"tool": a.Tool, "tool_call_id": a.ToolCallID, "args_digest": a.ArgsDigest, "states": a.States})
+	writes = append(writes, w)
+	seqs, err := s.cfg.Store.Transact(ctx, writes)
+	if err != nil {
+		var (
+			te *store.TransactError
+			ce *store.ConflictError
+		)
+		if !errors.As(err, &te) || !errors.As(err, &ce) {
+			return Action{}, false, fmt.Errorf("prepare action %s: %w", actionID, err)
+		}
+		if claim != nil && te.Index == 0 {
+			// A concurrent request with the same key claimed it first; its
+			// action was written with its claim.
+			prev, derr := decode[idempotencyRecord](ce.Existing, "idempotency key")
 			if derr != nil {
 				return Action{}, false, derr
 			}
+			if prev.RequestDigest != reqDigest {
+				return Action{}, false, keyReused(prev.ActionID)
+			}
+			existing, err := s.getAction(ctx, prev.ActionID)
+			if err != nil {
+				return Action{}, false, err
+			}
 			return s.resubmit(ctx, existing, reqDigest)
 		}
-		return Action{}, false, fmt.Errorf("prepare action %s: %w", actionID, err)
+		existing, derr := decode[Action](ce.Existing, "action")
+		existing.Version = ce.Existing.Version
+		if derr != nil {
+			return Action{}, false, derr
+		}
+		return s.resubmit(ctx, existing, reqDigest)
 	}
-	if _, err := s.appendEvent(ctx, Event{Type: "action.submitted", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
-		map[string]any{"tool": a.Tool, "tool_call_id": a.ToolCallID, "args_digest": a.ArgsDigest, "states": a.States}); err != nil {
-		return a, true, err
-	}
+	s.logged(ev, seqs[len(seqs)-1])
 	return a, true, s.start(ctx, a)
 }
 
 func (s *Service) resubmit(ctx context.Context, existing Action, reqDigest string) (Action, bool, error) {
 	if existing.RequestDigest != reqDigest {
-		return existing, false, &ConflictError{Code: "idempotency_key_reused",
-			Msg: "the idempotency key was used for a different request (action " + string(existing.ActionID) + ")"}
+		return existing, false, keyReused(existing.ActionID)
 	}
 	// Starting again is idempotent; it also heals a crash between the put and the start.
 	return existing, false, s.start(ctx, existing)
@@ -166,32 +207,38 @@ type idempotencyRecord struct {
 	RequestDigest string       `json:"request_digest"`
 }
 
-// claimKey binds (session, key) to actionID with a put-once, or returns the
-// action id the key is already bound to. Action ids stay time-ordered
-// ULIDs (they cluster in the store's indexes); only this one small item
-// per submission is keyed by the caller's key. A key reused for another
-// request is a conflict.
-func (s *Service) claimKey(ctx context.Context, session ids.SessionID, key string, actionID ids.ActionID, reqDigest string) (ids.ActionID, error) {
+// idempotencyItem binds (session, key) to actionID. Action ids stay
+// time-ordered ULIDs (they cluster in the store's indexes); only this one
+// small item per submission is keyed by the caller's key.
+func idempotencyItem(session ids.SessionID, key string, actionID ids.ActionID, reqDigest string) store.Item {
 	sum := sha256.Sum256([]byte(key))
-	it := store.Item{PK: sessionPK(session), SK: fmt.Sprintf("IDEMP#%x", sum[:16]), Version: 1,
+	return store.Item{PK: sessionPK(session), SK: fmt.Sprintf("IDEMP#%x", sum[:16]), Version: 1,
 		Body: encode(idempotencyRecord{ActionID: actionID, RequestDigest: reqDigest})}
-	err := s.cfg.Store.PutOnce(ctx, it)
-	var ce *store.ConflictError
-	if errors.As(err, &ce) {
-		prev, derr := decode[idempotencyRecord](ce.Existing, "idempotency key")
-		if derr != nil {
-			return "", derr
-		}
-		if prev.RequestDigest != reqDigest {
-			return "", &ConflictError{Code: "idempotency_key_reused",
-				Msg: "the idempotency key was used for a different request (action " + string(prev.ActionID) + ")"}
-		}
-		return prev.ActionID, nil
+}
+
+// boundKey reads the action id a key is already bound to. A key bound to
+// another request is a conflict.
+func (s *Service) boundKey(ctx context.Context, key store.Key, reqDigest string) (ids.ActionID, bool, error) {
+	it, err := s.cfg.Store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("claim idempotency key: %w", err)
+		return "", false, fmt.Errorf("read idempotency key: %w", err)
 	}
-	return actionID, nil
+	prev, err := decode[idempotencyRecord](it, "idempotency key")
+	if err != nil {
+		return "", false, err
+	}
+	if prev.RequestDigest != reqDigest {
+		return "", false, keyReused(prev.ActionID)
+	}
+	return prev.ActionID, true, nil
+}
+
+func keyReused(action ids.ActionID) error {
+	return &ConflictError{Code: "idempotency_key_reused",
+		Msg: "the idempotency key was used for a different request (action " + string(action) + ")"}
 }
 
 func requestDigest(r SubmitRequest) (string, error) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,9 +183,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[int(float64(len(s)-1)*p)]
 }
 
-// rssMB reads a /proc/self/status field: VmRSS (all resident memory,
-// including the pages of the database file mapped by SQLite's mmap, which
-// are page cache the kernel can drop) or RssAnon (the process's own memory).
+// rssMB reads a /proc/self/status field: VmRSS (all resident memory) or
+// RssAnon (the process's own memory, without mapped files).
 func rssMB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -267,9 +267,11 @@ func BenchmarkLifecycle(b *testing.B) {
 				u0, inv0 := bs.meter.Usage(), bs.invocations.Load()
 				runtime.GC()
 				b.ResetTimer()
+				cpu0 := cpuTime()
 				t0 := time.Now()
 				lat, sample := bs.drive(b, path.tool, b.N, path.concurrency, path.rate)
 				elapsed := time.Since(t0)
+				cpu := cpuTime() - cpu0
 				b.StopTimer()
 				u := bs.meter.Usage().Sub(u0)
 				n := float64(b.N)
@@ -277,6 +279,10 @@ func BenchmarkLifecycle(b *testing.B) {
 				b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50_ms")
 				b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99_ms")
 				b.ReportMetric(float64(bs.invocations.Load()-inv0)/n, "invocations/action")
+				// CPU per action is the figure to compare across runs on a
+				// shared machine (throughput moves with the neighbours).
+				b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/action")
+				b.ReportMetric(float64(u.WriteRequests)/n, "write_requests/action")
 				b.ReportMetric(float64(u.Writes)/n, "writes/action")
 				b.ReportMetric(u.WCU/n, "WCU/action")
 				b.ReportMetric(u.RCU/n, "RCU/action")
@@ -288,6 +294,15 @@ func BenchmarkLifecycle(b *testing.B) {
 			})
 		}
 	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchLogger() *slog.Logger {

@@ -128,6 +128,21 @@ func (s *recordingStore) Append(ctx context.Context, stream string, body []byte)
 	return s.Store.Append(ctx, stream, body)
 }
 
+// Transact records each part as the single operation it stands for.
+func (s *recordingStore) Transact(ctx context.Context, writes []store.Write) ([]int64, error) {
+	for _, w := range writes {
+		switch {
+		case w.PutOnce != nil:
+			s.rec(write{Op: "PutOnce", Key: w.PutOnce.Key().String(), Body: w.PutOnce.Body})
+		case w.CAS != nil:
+			s.rec(write{Op: "CompareAndSwap", Key: w.CAS.Item.Key().String(), Body: w.CAS.Item.Body})
+		case w.Append != nil:
+			s.rec(write{Op: "Append", Stream: w.Append.Stream, Body: w.Append.Body})
+		}
+	}
+	return s.Store.Transact(ctx, writes)
+}
+
 type fakeTools struct{}
 
 func (fakeTools) VisibleTools(_ context.Context, session ids.SessionID) (httpapi.ToolList, error) {

@@ -60,3 +60,21 @@ func (f *FaultyStore) PutOnceIfVersion(ctx context.Context, it store.Item, guard
 	}
 	return f.Store.PutOnceIfVersion(ctx, it, guard, expected)
 }
+
+// Transact fails as a whole when any of its item parts is to fail ("put"
+// or "cas"), as the backend would.
+func (f *FaultyStore) Transact(ctx context.Context, writes []store.Write) ([]int64, error) {
+	for _, w := range writes {
+		var err error
+		switch {
+		case w.PutOnce != nil:
+			err = f.check("put", *w.PutOnce)
+		case w.CAS != nil:
+			err = f.check("cas", w.CAS.Item)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return f.Store.Transact(ctx, writes)
+}
