@@ -278,7 +278,7 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 			return ck, &PermanentError{Code: "illegal_transition", Msg: err.Error()}
 		}
 		var writes []store.Write
-		if !ck.folded(a.ActionID) {
+		if a.States.Delivery == lifecycle.DeliveryPending && !ck.folded(a.ActionID) {
 			id := identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}
 			switch rc.Outcome {
 			case lifecycle.OutcomeFailed:
@@ -337,7 +337,8 @@ func (s *Service) closeForReceipt(ctx context.Context, id ids.ActionID, in StepI
 // ActionRecorded reports whether the action's receipt is folded into its
 // execution's checkpoint (delivery recorded or projected), or, for an
 // action whose record step stopped between the fold and marking the
-// action, whether the checkpoint lists it.
+// action (possible only in stores written before the two were one
+// transaction), whether the checkpoint lists it.
 func (s *Service) ActionRecorded(ctx context.Context, a Action) (bool, error) {
 	if a.States.Delivery != lifecycle.DeliveryPending {
 		return true, nil

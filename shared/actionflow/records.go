@@ -246,16 +246,18 @@ type Checkpoint struct {
 	// Recorded counts receipts folded into this checkpoint.
 	Recorded     int64        `json:"recorded"`
 	LastActionID ids.ActionID `json:"last_action_id,omitempty"`
-	// Folded lists the most recent action ids folded in (bounded), so a
-	// repeated record of the same action does not fold twice.
+	// Folded lists the most recent action ids folded in (bounded). The
+	// action's own delivery state, written in the same transaction as the
+	// fold, is what says an action was folded; this short list also covers
+	// stores written before the two were one transaction.
 	Folded         []ids.ActionID `json:"folded,omitempty"`
 	RecentFailures failures.Map   `json:"recent_failures"`
 	UpdatedAt      time.Time      `json:"updated_at"`
 	Version        int64          `json:"-"`
 }
 
-// foldedBound bounds Checkpoint.Folded.
-const foldedBound = 64
+// foldedBound bounds Checkpoint.Folded (every record reads and writes it).
+const foldedBound = 8
 
 func (c *Checkpoint) folded(id ids.ActionID) bool {
 	for _, f := range c.Folded {
