@@ -246,8 +246,11 @@ func (s *Store) updateTx(ctx context.Context, tx *sql.Tx, item store.Item, expec
 		// row has (a version is written once), so no read is needed to
 		// choose the statement. The UPDATE still checks the condition: the
 		// row may have moved on in this very batch.
-		if c, ok := s.cache.peek(item.Key()); ok && c.Version == expected && sameKeys(c.GSI1PK, c.GSI1SK, c.GSI2PK, c.GSI2SK) {
-			return updateBody()
+		if c, ok := s.cache.peek(item.Key()); ok && c.Version == expected {
+			if sameKeys(c.GSI1PK, c.GSI1SK, c.GSI2PK, c.GSI2SK) {
+				return updateBody()
+			}
+			return s.updateAllTx(ctx, tx, item, expires, expected, maxFence)
 		}
 	}
 	var g1pk, g1sk, g2pk, g2sk sql.NullString
@@ -261,6 +264,11 @@ func (s *Store) updateTx(ctx context.Context, tx *sql.Tx, item store.Item, expec
 	if sameKeys(g1pk.String, g1sk.String, g2pk.String, g2sk.String) {
 		return updateBody()
 	}
+	return s.updateAllTx(ctx, tx, item, expires, expected, maxFence)
+}
+
+// updateAllTx replaces every column of the item if the condition holds.
+func (s *Store) updateAllTx(ctx context.Context, tx *sql.Tx, item store.Item, expires any, expected, maxFence int64) (bool, error) {
 	res, err := tx.StmtContext(ctx, s.stmts.wUpdateItem).ExecContext(ctx,
 		item.Version, item.Fence, nullable(item.GSI1PK), nullable(item.GSI1SK),
 		nullable(item.GSI2PK), nullable(item.GSI2SK), expires, item.Body,
@@ -269,11 +277,7 @@ func (s *Store) updateTx(ctx context.Context, tx *sql.Tx, item store.Item, expec
 		return false, err
 	}
 	n, err := res.RowsAffected()
-	if err == nil && n != 1 {
-		// Impossible inside the transaction that just read the row.
-		err = fmt.Errorf("item %s changed under the write transaction (%d rows)", item.Key(), n)
-	}
-	return err == nil, err
+	return err == nil && n == 1, err
 }
 
 func validateCAS(item store.Item, expected, fence int64) error {
