@@ -488,26 +488,28 @@ func (e *Engine) taskFailed(x *execution, w *record, st *asl.State, name, cause 
 // leave records the exit of the current state with its output and enters
 // next (or ends the execution when the state is an end state).
 func (e *Engine) leave(x *execution, w *record, st *asl.State, out any, next string, now time.Time) {
-	if !e.exited(w, st, out, now) {
+	raw := e.exited(w, st, out, now)
+	if raw == nil {
 		return
 	}
 	if next == "" {
-		e.succeed(w, out, now)
+		e.succeed(w, raw, now)
 		return
 	}
-	e.enter(x, w, next, out, now)
+	e.enterEncoded(x, w, next, out, raw, now)
 }
 
-// exited records the state's exit event; false if the output is too large
-// (the execution then failed).
-func (e *Engine) exited(w *record, st *asl.State, out any, now time.Time) bool {
+// exited records the state's exit event and returns the output encoded
+// (the next state's input, or the execution's output, as is); nil if the
+// output is too large (the execution then failed).
+func (e *Engine) exited(w *record, st *asl.State, out any, now time.Time) []byte {
 	b, rerr := encodeData(out)
 	if rerr != nil {
 		e.fail(w, rerr, now)
-		return false
+		return nil
 	}
 	w.addEvent(now, event{Type: stateEventType(string(st.Type), true), StateExited: &stateDetails{Name: st.Name, Output: strp(string(b)), OutputDetails: notTruncated}})
-	return true
+	return b
 }
 
 // enter moves w into state name with raw input in, and runs every state
@@ -515,6 +517,11 @@ func (e *Engine) exited(w *record, st *asl.State, out any, now time.Time) bool {
 // stops at a Task (phaseRun), at a Wait still to elapse (phaseWait), or
 // when the execution closes.
 func (e *Engine) enter(x *execution, w *record, name string, in any, now time.Time) {
+	e.enterEncoded(x, w, name, in, nil, now)
+}
+
+// enterEncoded is enter with in already encoded as raw (nil: not yet).
+func (e *Engine) enterEncoded(x *execution, w *record, name string, in any, raw []byte, now time.Time) {
 	for steps := 0; ; steps++ {
 		if steps == maxImmediateTransitions {
 			e.failExecution(w, asl.ErrRuntime, fmt.Sprintf("more than %d consecutive transitions without a Task or Wait: the definition loops", maxImmediateTransitions), now)
@@ -525,10 +532,12 @@ func (e *Engine) enter(x *execution, w *record, name string, in any, now time.Ti
 			e.failExecution(w, asl.ErrRuntime, fmt.Sprintf("no state named %q", name), now)
 			return
 		}
-		raw, rerr := encodeData(in)
-		if rerr != nil {
-			e.fail(w, rerr, now)
-			return
+		if raw == nil {
+			var rerr *asl.RuntimeError
+			if raw, rerr = encodeData(in); rerr != nil {
+				e.fail(w, rerr, now)
+				return
+			}
 		}
 		w.closeToken(false)
 		w.State, w.StateInput, w.in, w.Entered, w.Phase, w.Due = name, raw, in, ms(now), "", 0
@@ -546,11 +555,11 @@ func (e *Engine) enter(x *execution, w *record, name string, in any, now time.Ti
 				e.fail(w, err, now)
 				return
 			}
-			if !e.exited(w, st, out, now) {
+			if raw = e.exited(w, st, out, now); raw == nil {
 				return
 			}
 			if st.End {
-				e.succeed(w, out, now)
+				e.succeed(w, raw, now)
 				return
 			}
 			name, in = st.Next, out
@@ -560,7 +569,7 @@ func (e *Engine) enter(x *execution, w *record, name string, in any, now time.Ti
 				e.fail(w, err, now)
 				return
 			}
-			if !e.exited(w, st, out, now) {
+			if raw = e.exited(w, st, out, now); raw == nil {
 				return
 			}
 			name, in = next, out
@@ -577,11 +586,11 @@ func (e *Engine) enter(x *execution, w *record, name string, in any, now time.Ti
 				}
 				return
 			}
-			if !e.exited(w, st, out, now) {
+			if raw = e.exited(w, st, out, now); raw == nil {
 				return
 			}
 			if st.End {
-				e.succeed(w, out, now)
+				e.succeed(w, raw, now)
 				return
 			}
 			name, in = st.Next, out
@@ -591,10 +600,10 @@ func (e *Engine) enter(x *execution, w *record, name string, in any, now time.Ti
 				e.fail(w, err, now)
 				return
 			}
-			if !e.exited(w, st, out, now) {
+			if raw = e.exited(w, st, out, now); raw == nil {
 				return
 			}
-			e.succeed(w, out, now)
+			e.succeed(w, raw, now)
 			return
 		case asl.TypeFail:
 			errName, cause, err := st.Failure(in, ctx)
@@ -616,14 +625,15 @@ func (e *Engine) finishWait(x *execution, w *record, now time.Time) {
 		e.fail(w, err, now)
 		return
 	}
-	if !e.exited(w, st, out, now) {
+	raw := e.exited(w, st, out, now)
+	if raw == nil {
 		return
 	}
 	if st.End {
-		e.succeed(w, out, now)
+		e.succeed(w, raw, now)
 		return
 	}
-	e.enter(x, w, st.Next, out, now)
+	e.enterEncoded(x, w, st.Next, out, raw, now)
 }
 
 // startAttempt readies the current Task for an invocation. A
@@ -663,12 +673,8 @@ func (e *Engine) failExecution(w *record, name, cause string, now time.Time) {
 	w.Error, w.Cause = name, cause
 }
 
-func (e *Engine) succeed(w *record, out any, now time.Time) {
-	b, rerr := encodeData(out)
-	if rerr != nil {
-		e.fail(w, rerr, now)
-		return
-	}
+// succeed closes the execution with its output, already encoded.
+func (e *Engine) succeed(w *record, b []byte, now time.Time) {
 	w.addEvent(now, event{Type: "ExecutionSucceeded", ExecutionSucceeded: &outputDetails{Output: string(b), OutputDetails: notTruncated}})
 	e.closeRecord(w, statusSucceeded, now)
 	w.Output = b

@@ -34,27 +34,47 @@ func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, 
 }
 
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, op, stream string, body []byte) (int64, error) {
-	var (
-		last string
-		seq  int64
-	)
-	err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		seq = 1
-	case err != nil:
-		return 0, unavailable(op, err)
-	default:
-		n, err := store.ParseLogSK(last)
-		if err != nil {
-			return 0, fmt.Errorf("%s: last entry of %s: %w", op, stream, err)
+	seq, known := s.rememberedSeq(stream)
+	if known {
+		seq++
+	} else {
+		var last string
+		err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			seq = 1
+		case err != nil:
+			return 0, unavailable(op, err)
+		default:
+			n, err := store.ParseLogSK(last)
+			if err != nil {
+				return 0, fmt.Errorf("%s: last entry of %s: %w", op, stream, err)
+			}
+			seq = n + 1
 		}
-		seq = n + 1
 	}
 	if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, time.Now().UnixMicro()); err != nil {
 		return 0, unavailable(op, err)
 	}
+	if s.reqSeqs != nil {
+		s.reqSeqs[stream] = seq
+	}
 	return seq, nil
+}
+
+// rememberedSeq is the stream's last sequence number as this writer knows
+// it: written by the running write, by an earlier write of its batch, or
+// committed (see Store.seqs).
+func (s *Store) rememberedSeq(stream string) (int64, bool) {
+	if s.seqs == nil {
+		return 0, false
+	}
+	for _, m := range []map[string]int64{s.reqSeqs, s.batchSeqs, s.seqs} {
+		if seq, ok := m[stream]; ok {
+			return seq, true
+		}
+	}
+	return 0, false
 }
 
 // ReadLog returns the entries after seq after, ascending.

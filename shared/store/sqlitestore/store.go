@@ -44,7 +44,18 @@ type Store struct {
 	reqs       chan *writeReq
 	writerDone chan struct{}
 	cache      *itemCache // nil unless WithItemCache
+
+	// With the item cache (this Store the only writer of the file), the
+	// writer goroutine also remembers each log stream's last sequence
+	// number, so an append needs no read: seqs holds committed numbers,
+	// batchSeqs those of the batch being built, reqSeqs those of the write
+	// being run (dropped if its savepoint is rolled back). Only the writer
+	// goroutine touches them.
+	seqs, batchSeqs, reqSeqs map[string]int64
 }
+
+// maxRememberedStreams bounds Store.seqs; past it the map starts over.
+const maxRememberedStreams = 10000
 
 // maxBatch bounds the writes committed together.
 const maxBatch = 128
@@ -181,6 +192,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	s.ckpt = startCheckpointer(s.ckptDB)
 	if o.cacheItems > 0 {
 		s.cache = newItemCache(o.cacheItems)
+		s.seqs, s.batchSeqs, s.reqSeqs = map[string]int64{}, map[string]int64{}, map[string]int64{}
 	}
 	s.reqs = make(chan *writeReq, maxBatch)
 	s.writerDone = make(chan struct{})
@@ -342,10 +354,16 @@ func (s *Store) commitBatch(batch []*writeReq) {
 	}
 	wrote := false
 	single := len(batch) == 1
+	if s.seqs != nil {
+		clear(s.batchSeqs)
+	}
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = unavailable(r.op, err)
 			continue
+		}
+		if s.seqs != nil {
+			clear(s.reqSeqs)
 		}
 		savepoint := !single && !r.checksFirst
 		if savepoint {
@@ -393,6 +411,9 @@ func (s *Store) commitBatch(batch []*writeReq) {
 				return
 			}
 		}
+		for stream, seq := range s.reqSeqs {
+			s.batchSeqs[stream] = seq
+		}
 		wrote = true
 	}
 	if !wrote {
@@ -410,6 +431,14 @@ func (s *Store) commitBatch(batch []*writeReq) {
 			if results[i] == nil && len(r.items) > 0 {
 				s.cache.stored(r.items)
 			}
+		}
+	}
+	if s.seqs != nil {
+		if len(s.seqs)+len(s.batchSeqs) > maxRememberedStreams {
+			clear(s.seqs)
+		}
+		for stream, seq := range s.batchSeqs {
+			s.seqs[stream] = seq
 		}
 	}
 	if s.ckpt != nil {

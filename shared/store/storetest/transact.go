@@ -104,6 +104,12 @@ func testTransact(t *testing.T, open Opener) {
 				}
 			})
 		}
+		// The numbers the undone appends took are free again.
+		seq, err := s.Append(ctx, stream, []byte("after"))
+		mustNil(t, err, "append")
+		if seq != 1 {
+			t.Fatalf("append after undone transactions got seq %d, want 1", seq)
+		}
 	})
 
 	t.Run("invalid transactions are refused", func(t *testing.T) {
