@@ -246,9 +246,11 @@ func populated(b *testing.B, stored int) string {
 // BenchmarkLifecycle runs actions end to end through the embedded stack
 // (real ASL, engine, handlers, SQLite) and reports throughput, latency and
 // per-action cost, on an empty store and with 100k actions already stored.
-// Each path runs 32 closed-loop clients (latency is then mostly queueing:
-// 32 in flight / throughput); allow-c4 runs 4, to show the latency of one
-// action when the stack is not saturated.
+// allow, ask and deny run 32 closed-loop clients (latency is then mostly
+// queueing: 32 in flight / throughput); allow-c4 runs 4, to show the
+// latency of one action when the stack is not saturated; allow-700rps
+// offers 700 actions/s in an open loop with at most 32 in flight, the
+// reading of issue 4's latency target (docs/decisions.md, "Measuring").
 //
 //	go test -run '^$' -bench Lifecycle -benchtime 3000x ./shared/embedded/
 func BenchmarkLifecycle(b *testing.B) {

@@ -96,8 +96,8 @@
 // change made through the API (SendTask*, StopExecution) is written before
 // the call returns, and every token before its function can see it.
 // Measured with BenchmarkAllowPath (functions that do nothing, SQLite, 128
-// executions in flight, 2 shared and busy cores): about 0.4 ms of CPU per
-// execution, about 4,500 executions per second (it was 5 writes, 12 KiB,
+// executions in flight, 2 shared and busy cores): about 0.35 ms of CPU per
+// execution, about 4,900 executions per second (it was 5 writes, 12 KiB,
 // 1.0 to 1.5 ms and 800 per second when every Task was written).
 //
 // A process stopping between two writes loses only work the restart redoes:
