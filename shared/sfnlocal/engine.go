@@ -319,13 +319,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.closing = true
 	e.life.Unlock()
 
-	e.mu.Lock()
-	xs := make([]*execution, 0, len(e.execs))
-	for _, x := range e.execs {
-		xs = append(xs, x)
-	}
-	e.mu.Unlock()
-	for _, x := range xs {
+	for _, x := range e.running() {
 		x.mu.Lock()
 		if x.stopTimer != nil {
 			x.stopTimer()
@@ -363,13 +357,7 @@ func (e *Engine) Close(ctx context.Context) error {
 // after the restart. A failure here only means those Tasks run again.
 func (e *Engine) flushDeferred(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
-	e.mu.Lock()
-	xs := make([]*execution, 0, len(e.execs))
-	for _, x := range e.execs {
-		xs = append(xs, x)
-	}
-	e.mu.Unlock()
-	for _, x := range xs {
+	for _, x := range e.running() {
 		x.mu.Lock()
 		if x.deferred && x.rec.Status == statusRunning {
 			w := x.rec.clone()
@@ -381,6 +369,17 @@ func (e *Engine) flushDeferred(ctx context.Context) {
 		}
 		x.mu.Unlock()
 	}
+}
+
+// running lists the executions this engine runs.
+func (e *Engine) running() []*execution {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	xs := make([]*execution, 0, len(e.execs))
+	for _, x := range e.execs {
+		xs = append(xs, x)
+	}
+	return xs
 }
 
 // track registers a goroutine (or timer callback) so Close can wait for it;

@@ -89,20 +89,13 @@ func (s *Store) PutOnce(ctx context.Context, item store.Item) error {
 // put writes item on cond, asking for the old item on a failed condition.
 // A failed condition is returned unwrapped for the caller to classify.
 func (s *Store) put(ctx context.Context, op string, item store.Item, cond expression.ConditionBuilder) error {
-	av, err := encodeItem(item)
+	p, err := s.conditionalPut(op, item, cond)
 	if err != nil {
 		return err
 	}
-	expr, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return fmt.Errorf("%s: build condition: %w", op, err)
-	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                av,
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
+		TableName: p.TableName, Item: p.Item, ConditionExpression: p.ConditionExpression,
+		ExpressionAttributeNames: p.ExpressionAttributeNames, ExpressionAttributeValues: p.ExpressionAttributeValues,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if _, failed := conditionFailed(err); err == nil || failed {

@@ -55,7 +55,7 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 		default:
 			continue
 		}
-		put, err := s.transactPut(op, item, cond)
+		put, err := s.conditionalPut(op, item, cond)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +78,7 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 			if err != nil {
 				return nil, fmt.Errorf("%s: encode entry: %w", op, err)
 			}
-			if puts[i], err = s.transactPutAV(op, av, notExists); err != nil {
+			if puts[i], err = s.conditionalPutAV(op, av, notExists); err != nil {
 				return nil, err
 			}
 		}
@@ -135,15 +135,15 @@ func casCondition(expected, fence int64) expression.ConditionBuilder {
 	return cond
 }
 
-func (s *Store) transactPut(op string, item store.Item, cond expression.ConditionBuilder) (*types.Put, error) {
+func (s *Store) conditionalPut(op string, item store.Item, cond expression.ConditionBuilder) (*types.Put, error) {
 	av, err := encodeItem(item)
 	if err != nil {
 		return nil, err
 	}
-	return s.transactPutAV(op, av, cond)
+	return s.conditionalPutAV(op, av, cond)
 }
 
-func (s *Store) transactPutAV(op string, av map[string]types.AttributeValue, cond expression.ConditionBuilder) (*types.Put, error) {
+func (s *Store) conditionalPutAV(op string, av map[string]types.AttributeValue, cond expression.ConditionBuilder) (*types.Put, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		return nil, fmt.Errorf("%s: build condition: %w", op, err)

@@ -145,26 +145,7 @@ func testConcurrency(t *testing.T, open Opener) {
 		for _, err := range errs {
 			mustNil(t, err, "append")
 		}
-		sorted := slices.Clone(seqs)
-		slices.Sort(sorted)
-		for i, seq := range sorted {
-			if seq != int64(i+1) {
-				t.Fatalf("sequence numbers %v: want 1..%d", sorted, Racers)
-			}
-		}
-		entries, err := s.ReadLog(ctx, stream, 0, 0)
-		mustNil(t, err, "read log")
-		if len(entries) != Racers {
-			t.Fatalf("%d entries in the log, want %d", len(entries), Racers)
-		}
-		for _, e := range entries {
-			// Each entry holds the body of the append that was told its seq.
-			var i int
-			fmt.Sscanf(string(e.Body), "%d", &i)
-			if seqs[i] != e.Seq {
-				t.Fatalf("entry %d holds the body of append %d, which was told seq %d", e.Seq, i, seqs[i])
-			}
-		}
+		checkRacedLog(t, s, stream, seqs)
 	})
 
 	t.Run("one version, many compare-and-swaps: exactly one winner", func(t *testing.T) {
@@ -188,4 +169,30 @@ func testConcurrency(t *testing.T, open Opener) {
 			t.Fatalf("%d winners, want 1", winners)
 		}
 	})
+}
+
+// checkRacedLog checks a stream that Racers appenders wrote, appender i
+// with body "i", each told seqs[i]: the numbers are 1..Racers, and each
+// entry holds the body of the appender told its number.
+func checkRacedLog(t *testing.T, s store.Store, stream string, seqs []int64) {
+	t.Helper()
+	sorted := slices.Clone(seqs)
+	slices.Sort(sorted)
+	for i, seq := range sorted {
+		if seq != int64(i+1) {
+			t.Fatalf("sequence numbers %v: want 1..%d", sorted, Racers)
+		}
+	}
+	entries, err := s.ReadLog(t.Context(), stream, 0, 0)
+	mustNil(t, err, "read log")
+	if len(entries) != Racers {
+		t.Fatalf("%d entries in the log, want %d", len(entries), Racers)
+	}
+	for _, e := range entries {
+		var i int
+		fmt.Sscanf(string(e.Body), "%d", &i)
+		if seqs[i] != e.Seq {
+			t.Fatalf("entry %d holds the body of appender %d, which was told seq %d", e.Seq, i, seqs[i])
+		}
+	}
 }

@@ -149,21 +149,6 @@ func testTransact(t *testing.T, open Opener) {
 		for _, err := range errs {
 			mustNil(t, err, "transact")
 		}
-		sorted := slices.Clone(seqs)
-		slices.Sort(sorted)
-		for i, seq := range sorted {
-			if seq != int64(i+1) {
-				t.Fatalf("sequence numbers %v: want 1..%d", sorted, Racers)
-			}
-		}
-		entries, err := s.ReadLog(ctx, stream, 0, 0)
-		mustNil(t, err, "read log")
-		for _, e := range entries {
-			var i int
-			fmt.Sscanf(string(e.Body), "%d", &i)
-			if seqs[i] != e.Seq {
-				t.Fatalf("entry %d holds the body of transaction %d, which was told seq %d", e.Seq, i, seqs[i])
-			}
-		}
+		checkRacedLog(t, s, stream, seqs)
 	})
 }
