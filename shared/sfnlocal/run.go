@@ -545,66 +545,34 @@ func (e *Engine) enterEncoded(x *execution, w *record, name string, in any, raw 
 		w.addEvent(now, event{Type: stateEventType(string(st.Type), false), StateEntered: &stateDetails{Name: name, Input: strp(string(raw)), InputDetails: notTruncated}})
 		w.EnteredEvent = w.NextEventID
 		ctx := e.contextObject(x, w, st)
+		// Every state but Task and Fail ends here with an output and the
+		// next state's name (none: the execution succeeds).
+		var (
+			next = st.Next
+			out  any
+			err  error
+		)
 		switch st.Type {
 		case asl.TypeTask:
 			e.startAttempt(w, st, now)
 			return
 		case asl.TypePass:
-			out, err := st.PassResult(in, ctx)
-			if err != nil {
-				e.fail(w, err, now)
-				return
-			}
-			if raw = e.exited(w, st, out, now); raw == nil {
-				return
-			}
-			if st.End {
-				e.succeed(w, raw, now)
-				return
-			}
-			name, in = st.Next, out
+			out, err = st.PassResult(in, ctx)
 		case asl.TypeChoice:
-			next, out, err := st.Choose(in, ctx)
-			if err != nil {
-				e.fail(w, err, now)
-				return
-			}
-			if raw = e.exited(w, st, out, now); raw == nil {
-				return
-			}
-			name, in = next, out
+			next, out, err = st.Choose(in, ctx)
 		case asl.TypeWait:
-			until, out, err := st.WaitUntil(in, ctx, now)
-			if err != nil {
-				e.fail(w, err, now)
-				return
-			}
-			if until.After(now) {
+			var until time.Time
+			until, out, err = st.WaitUntil(in, ctx, now)
+			if err == nil && until.After(now) {
 				w.Phase, w.Due = phaseWait, ms(until)
 				if w.Due <= ms(now) {
 					w.Due = ms(now) + 1
 				}
 				return
 			}
-			if raw = e.exited(w, st, out, now); raw == nil {
-				return
-			}
-			if st.End {
-				e.succeed(w, raw, now)
-				return
-			}
-			name, in = st.Next, out
 		case asl.TypeSucceed:
-			out, err := st.SucceedOutput(in, ctx)
-			if err != nil {
-				e.fail(w, err, now)
-				return
-			}
-			if raw = e.exited(w, st, out, now); raw == nil {
-				return
-			}
-			e.succeed(w, raw, now)
-			return
+			next = ""
+			out, err = st.SucceedOutput(in, ctx)
 		case asl.TypeFail:
 			errName, cause, err := st.Failure(in, ctx)
 			if err != nil {
@@ -614,6 +582,18 @@ func (e *Engine) enterEncoded(x *execution, w *record, name string, in any, raw 
 			e.failExecution(w, errName, cause, now)
 			return
 		}
+		if err != nil {
+			e.fail(w, err, now)
+			return
+		}
+		if raw = e.exited(w, st, out, now); raw == nil {
+			return
+		}
+		if next == "" {
+			e.succeed(w, raw, now)
+			return
+		}
+		name, in = next, out
 	}
 }
 
@@ -625,15 +605,7 @@ func (e *Engine) finishWait(x *execution, w *record, now time.Time) {
 		e.fail(w, err, now)
 		return
 	}
-	raw := e.exited(w, st, out, now)
-	if raw == nil {
-		return
-	}
-	if st.End {
-		e.succeed(w, raw, now)
-		return
-	}
-	e.enterEncoded(x, w, st.Next, out, raw, now)
+	e.leave(x, w, st, out, st.Next, now)
 }
 
 // startAttempt readies the current Task for an invocation. A
