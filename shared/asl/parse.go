@@ -381,20 +381,34 @@ func PayloadValue(envelope any) any {
 	return nil
 }
 
-func parseRetry(v any, jp string, r *reporter) []*Retrier {
+// eachRule calls fn for every object of a Retry or Catch array (what names
+// its elements in errors), reporting what is not an object and each
+// required field that is missing; last is true for the final element.
+func eachRule(v any, jp, what string, required []string, r *reporter, fn func(ip string, obj map[string]any, last bool)) {
 	arr, ok := v.([]any)
 	if !ok {
-		r.add(jp, "must be an array of retriers")
-		return nil
+		r.add(jp, "must be an array of %ss", what)
+		return
 	}
-	var out []*Retrier
 	for i, it := range arr {
 		ip := fmt.Sprintf("%s[%d]", jp, i)
 		obj, ok := it.(map[string]any)
 		if !ok {
-			r.add(ip, "a retrier must be an object")
+			r.add(ip, "a %s must be an object", what)
 			continue
 		}
+		fn(ip, obj, i == len(arr)-1)
+		for _, f := range required {
+			if _, ok := obj[f]; !ok {
+				r.add(ip+"."+f, "required field is missing")
+			}
+		}
+	}
+}
+
+func parseRetry(v any, jp string, r *reporter) []*Retrier {
+	var out []*Retrier
+	eachRule(v, jp, "retrier", []string{"ErrorEquals"}, r, func(ip string, obj map[string]any, last bool) {
 		rt := &Retrier{IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2.0, JitterStrategy: "NONE"}
 		for _, k := range sortedKeys(obj) {
 			fp := ip + "." + k
@@ -403,7 +417,7 @@ func parseRetry(v any, jp string, r *reporter) []*Retrier {
 			case "Comment":
 				str(x, fp, r)
 			case "ErrorEquals":
-				rt.ErrorEquals = errorEquals(x, fp, i == len(arr)-1, r)
+				rt.ErrorEquals = errorEquals(x, fp, last, r)
 			case "IntervalSeconds":
 				rt.IntervalSeconds = positiveInt(x, fp, r)
 			case "MaxAttempts":
@@ -434,28 +448,14 @@ func parseRetry(v any, jp string, r *reporter) []*Retrier {
 				r.add(fp, "unknown field")
 			}
 		}
-		if _, ok := obj["ErrorEquals"]; !ok {
-			r.add(ip+".ErrorEquals", "required field is missing")
-		}
 		out = append(out, rt)
-	}
+	})
 	return out
 }
 
 func parseCatch(v any, jp string, r *reporter) []*Catcher {
-	arr, ok := v.([]any)
-	if !ok {
-		r.add(jp, "must be an array of catchers")
-		return nil
-	}
 	var out []*Catcher
-	for i, it := range arr {
-		ip := fmt.Sprintf("%s[%d]", jp, i)
-		obj, ok := it.(map[string]any)
-		if !ok {
-			r.add(ip, "a catcher must be an object")
-			continue
-		}
+	eachRule(v, jp, "catcher", []string{"ErrorEquals", "Next"}, r, func(ip string, obj map[string]any, last bool) {
 		c := &Catcher{}
 		for _, k := range sortedKeys(obj) {
 			fp := ip + "." + k
@@ -464,7 +464,7 @@ func parseCatch(v any, jp string, r *reporter) []*Catcher {
 			case "Comment":
 				str(x, fp, r)
 			case "ErrorEquals":
-				c.ErrorEquals = errorEquals(x, fp, i == len(arr)-1, r)
+				c.ErrorEquals = errorEquals(x, fp, last, r)
 			case "Next":
 				c.Next = str(x, fp, r)
 			case "ResultPath":
@@ -477,14 +477,8 @@ func parseCatch(v any, jp string, r *reporter) []*Catcher {
 				}
 			}
 		}
-		if _, ok := obj["ErrorEquals"]; !ok {
-			r.add(ip+".ErrorEquals", "required field is missing")
-		}
-		if _, ok := obj["Next"]; !ok {
-			r.add(ip+".Next", "required field is missing")
-		}
 		out = append(out, c)
-	}
+	})
 	return out
 }
 
