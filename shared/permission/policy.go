@@ -240,24 +240,10 @@ func (p *policyParser) parse() *Policy {
 				p.errAt(valOff, key, "", "%v", err)
 			}
 			pol.Mode = m
-		case "hardConstraints":
-			if !p.rules(&pol.HardConstraints, key) {
-				return nil
-			}
-		case "restrictions":
-			if !p.rules(&pol.Restrictions, key) {
-				return nil
-			}
-		case "deny":
-			if !p.rules(&pol.Deny, key) {
-				return nil
-			}
-		case "ask":
-			if !p.rules(&pol.Ask, key) {
-				return nil
-			}
-		case "allow":
-			if !p.rules(&pol.Allow, key) {
+		case "hardConstraints", "restrictions", "deny", "ask", "allow":
+			lists := map[string]*[]Rule{"hardConstraints": &pol.HardConstraints, "restrictions": &pol.Restrictions,
+				"deny": &pol.Deny, "ask": &pol.Ask, "allow": &pol.Allow}
+			if !p.rules(lists[key], key) {
 				return nil
 			}
 		case "grants":
