@@ -300,8 +300,9 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 		}
 		if st != a.States {
 			next := a
-			next.States, next.Version, next.UpdatedAt = st, a.Version+1, s.now()
-			writes = append(writes, store.CASOf(s.actionItem(next), a.Version, 0))
+			next.States = st
+			w, _ := s.actionWrite(&next, 0)
+			writes = append(writes, w)
 		}
 		if len(writes) == 0 {
 			return ck, nil

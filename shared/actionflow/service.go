@@ -211,17 +211,25 @@ func (s *Service) actionItem(a Action) store.Item {
 // saveAction writes a with compare-and-swap on its version (fence > 0 for
 // owner writes) and bumps a.Version.
 func (s *Service) saveAction(ctx context.Context, a *Action, fence int64) error {
-	expected, prevFence := a.Version, a.Fence
+	w, undo := s.actionWrite(a, fence)
+	if err := s.cfg.Store.CompareAndSwap(ctx, w.CAS.Item, w.CAS.Expected, w.CAS.Fence); err != nil {
+		undo()
+		return fmt.Errorf("save action %s: %w", a.ActionID, err)
+	}
+	return nil
+}
+
+// actionWrite moves a to its next version (an owner write when fence > 0)
+// and returns the compare-and-swap that stores it, and undo, which puts a
+// back as it was when that write is not made.
+func (s *Service) actionWrite(a *Action, fence int64) (store.Write, func()) {
+	expected, prevFence, prevAt := a.Version, a.Fence, a.UpdatedAt
 	a.Version++
 	a.UpdatedAt = s.now()
 	if fence > 0 {
 		a.Fence = fence
 	}
-	if err := s.cfg.Store.CompareAndSwap(ctx, s.actionItem(*a), expected, fence); err != nil {
-		a.Version, a.Fence = expected, prevFence
-		return fmt.Errorf("save action %s: %w", a.ActionID, err)
-	}
-	return nil
+	return store.CASOf(s.actionItem(*a), expected, fence), func() { a.Version, a.Fence, a.UpdatedAt = expected, prevFence, prevAt }
 }
 
 // updateAction re-reads and applies mutate until the CAS wins (bounded).
@@ -233,27 +241,8 @@ func (s *Service) updateAction(ctx context.Context, id ids.ActionID, fence int64
 // updateLoaded is updateAction starting from an action the caller already
 // read (saving a read); a lost race re-reads it from the store.
 func (s *Service) updateLoaded(ctx context.Context, id ids.ActionID, loaded *Action, fence int64, mutate func(a *Action) error) (Action, error) {
-	for i := 0; ; i++ {
-		var a Action
-		var err error
-		if i == 0 && loaded != nil {
-			a = *loaded
-		} else if a, err = s.getAction(ctx, id); err != nil {
-			return a, err
-		}
-		if err := mutate(&a); err != nil {
-			if errors.Is(err, errStop) {
-				return a, nil
-			}
-			return a, err
-		}
-		err = s.saveAction(ctx, &a, fence)
-		var vc *store.VersionConflictError
-		if errors.As(err, &vc) && i < 8 {
-			continue
-		}
-		return a, err
-	}
+	a, _, _, err := s.updateWithEvent(ctx, id, loaded, fence, mutate, nil)
+	return a, err
 }
 
 var errStop = errors.New("nothing to write")
@@ -261,8 +250,9 @@ var errStop = errors.New("nothing to write")
 // updateWithEvent is updateLoaded whose write also appends the event that
 // event(a) describes (from the action as it will be saved), in one
 // transaction: the change and its event are durable together or not at
-// all, so a crash between them cannot lose the event. When mutate stops
-// (errStop) nothing is written and changed is false.
+// all, so a crash between them cannot lose the event. With a nil event it
+// is a single compare-and-swap. When mutate stops (errStop) nothing is
+// written and changed is false.
 func (s *Service) updateWithEvent(ctx context.Context, id ids.ActionID, loaded *Action, fence int64,
 	mutate func(a *Action) error, event func(a *Action) (Event, any)) (saved Action, ev Event, changed bool, err error) {
 	for i := 0; ; i++ {
@@ -278,24 +268,26 @@ func (s *Service) updateWithEvent(ctx context.Context, id ids.ActionID, loaded *
 			}
 			return a, ev, false, err
 		}
-		expected, prevFence := a.Version, a.Fence
-		a.Version++
-		a.UpdatedAt = s.now()
-		if fence > 0 {
-			a.Fence = fence
-		}
-		e, data := event(&a)
-		e, w := s.eventWrite(e, data)
-		seqs, err := s.cfg.Store.Transact(ctx, []store.Write{store.CASOf(s.actionItem(a), expected, fence), w})
-		if err != nil {
-			a.Version, a.Fence = expected, prevFence
-			var vc *store.VersionConflictError
-			if errors.As(err, &vc) && i < 8 {
-				continue
+		if event == nil {
+			err = s.saveAction(ctx, &a, fence)
+		} else {
+			cas, undo := s.actionWrite(&a, fence)
+			e, data := event(&a)
+			var w store.Write
+			e, w = s.eventWrite(e, data)
+			var seqs []int64
+			if seqs, err = s.cfg.Store.Transact(ctx, []store.Write{cas, w}); err != nil {
+				undo()
+				err = fmt.Errorf("save action %s with its %s event: %w", a.ActionID, e.Type, err)
+			} else {
+				ev = s.logged(e, seqs[1])
 			}
-			return a, e, false, fmt.Errorf("save action %s with its %s event: %w", a.ActionID, e.Type, err)
 		}
-		return a, s.logged(e, seqs[1]), true, nil
+		var vc *store.VersionConflictError
+		if errors.As(err, &vc) && i < 8 {
+			continue
+		}
+		return a, ev, err == nil, err
 	}
 }
 
