@@ -22,6 +22,16 @@ type CASWrite struct {
 	Fence    int64
 }
 
+// Stored is the item as the part stores it: an owner write (Fence > 0)
+// stores its fence.
+func (c CASWrite) Stored() Item {
+	it := c.Item
+	if c.Fence > 0 {
+		it.Fence = c.Fence
+	}
+	return it
+}
+
 // AppendWrite is a log append inside a Transact (see Append).
 type AppendWrite struct {
 	Stream string

@@ -47,10 +47,7 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 		case w.PutOnce != nil:
 			item, cond = *w.PutOnce, notExists
 		case w.CAS != nil:
-			item = w.CAS.Item
-			if w.CAS.Fence > 0 {
-				item.Fence = w.CAS.Fence
-			}
+			item = w.CAS.Stored()
 			cond = casCondition(w.CAS.Expected, w.CAS.Fence)
 		default:
 			continue

@@ -68,8 +68,14 @@ func units(size, per int) int64 {
 	return int64((size + per - 1) / per)
 }
 
+// write counts a write request of one item.
 func (m *Store) write(size int, factor int64) {
 	m.requests.Add(1)
+	m.item(size, factor)
+}
+
+// item counts one item written (factor 2: a transaction's part).
+func (m *Store) item(size int, factor int64) {
 	m.writes.Add(1)
 	m.bytes.Add(int64(size))
 	m.wcu.Add(units(size, 1024) * factor)
@@ -104,25 +110,23 @@ func (m *Store) CompareAndSwap(ctx context.Context, it store.Item, expected, fen
 func (m *Store) PutOnceIfVersion(ctx context.Context, it store.Item, guard store.Key, expected int64) error {
 	// TransactWriteItems bills each item as two writes; the condition check counts as a write too.
 	m.write(itemSize(it), 2)
-	m.write(len(guard.PK)+len(guard.SK)+16, 2)
-	m.requests.Add(-1)
+	m.item(len(guard.PK)+len(guard.SK)+16, 2)
 	return m.Store.PutOnceIfVersion(ctx, it, guard, expected)
 }
 
 func (m *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, error) {
+	m.requests.Add(1)
 	for _, w := range writes {
 		switch {
 		case w.PutOnce != nil:
-			m.write(itemSize(*w.PutOnce), 2)
+			m.item(itemSize(*w.PutOnce), 2)
 		case w.CAS != nil:
-			m.write(itemSize(w.CAS.Item), 2)
+			m.item(itemSize(w.CAS.Item), 2)
 		case w.Append != nil:
 			m.read(4096, false) // the last entry, to find the next sequence number
-			m.write(len(w.Append.Stream)+len(w.Append.Body)+40, 2)
+			m.item(len(w.Append.Stream)+len(w.Append.Body)+40, 2)
 		}
-		m.requests.Add(-1)
 	}
-	m.requests.Add(1)
 	return m.Store.Transact(ctx, writes)
 }
 

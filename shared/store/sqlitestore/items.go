@@ -181,20 +181,14 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 	if err := store.ValidateTransact(writes); err != nil {
 		return nil, fmt.Errorf("transact: %w", err)
 	}
-	writes = append([]store.Write(nil), writes...) // the fences below are set on a copy
 	seqs := make([]int64, len(writes))
 	var items []store.Item
-	for i, w := range writes {
+	for _, w := range writes {
 		switch {
 		case w.PutOnce != nil:
 			items = append(items, asStored(*w.PutOnce))
 		case w.CAS != nil:
-			it := w.CAS.Item
-			if w.CAS.Fence > 0 {
-				it.Fence = w.CAS.Fence
-			}
-			writes[i].CAS = &store.CASWrite{Item: it, Expected: w.CAS.Expected, Fence: w.CAS.Fence}
-			items = append(items, asStored(it))
+			items = append(items, asStored(w.CAS.Stored()))
 		}
 	}
 	op := fmt.Sprintf("transact %d parts", len(writes))
@@ -205,7 +199,7 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 			case w.PutOnce != nil:
 				err = s.putOnceTx(ctx, tx, op, *w.PutOnce)
 			case w.CAS != nil:
-				err = s.casTx(ctx, tx, op, w.CAS.Item, w.CAS.Expected, w.CAS.Fence)
+				err = s.casTx(ctx, tx, op, w.CAS.Stored(), w.CAS.Expected, w.CAS.Fence)
 			default:
 				seqs[i], err = s.appendTx(ctx, tx, op, w.Append.Stream, w.Append.Body)
 			}
