@@ -357,6 +357,9 @@ func (e *Engine) readLog(ctx context.Context, name string) ([]logEntry, error) {
 // record still holds, each id once, in order. (An entry may have been
 // written twice when a process stopped between two writes.)
 func (e *Engine) history(ctx context.Context, r *record) ([]json.RawMessage, error) {
+	if err := r.unpack(); err != nil {
+		return nil, err
+	}
 	entries, err := e.readLog(ctx, r.Name)
 	if err != nil {
 		return nil, err

@@ -229,6 +229,9 @@ func (e *Engine) resume(ctx context.Context, it store.Item) error {
 	if r.StateMachine != e.smName || r.Status != statusRunning {
 		return nil
 	}
+	if err := r.unpack(); err != nil {
+		return fmt.Errorf("sfnlocal: %w", err)
+	}
 	// The item holds the position of the first boundary; the log holds
 	// every later one. The last position logged is where the execution is.
 	entries, err := e.readLog(ctx, r.Name)

@@ -184,6 +184,9 @@ func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 // item builds the execution item at the given version.
 func (r *record) item(version int64) (store.Item, error) {
+	if err := r.unpack(); err != nil { // events are packed anew below
+		return store.Item{}, err
+	}
 	events := r.Events
 	r.Events = nil
 	body, err := json.Marshal(r)
@@ -212,10 +215,16 @@ func decodeRecord(it store.Item) (*record, error) {
 	if err := json.Unmarshal(it.Body, r); err != nil {
 		return nil, fmt.Errorf("decode execution item %s: %w", it.Key(), err)
 	}
-	if err := unpackEvents(&r.Events, &r.Packed); err != nil {
-		return nil, fmt.Errorf("decode execution item %s: %w", it.Key(), err)
-	}
 	return r, nil
+}
+
+// unpack decompresses the events of a record read from the store (a
+// listing or a description never needs them, so decodeRecord leaves them).
+func (r *record) unpack() error {
+	if err := unpackEvents(&r.Events, &r.Packed); err != nil {
+		return fmt.Errorf("execution item %s: %w", r.Name, err)
+	}
+	return nil
 }
 
 func decodeLogEntry(b []byte) (logEntry, error) {

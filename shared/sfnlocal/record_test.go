@@ -26,6 +26,9 @@ func TestHistoryPacking(t *testing.T) {
 			t.Fatalf("%d events: packed=%v (%d bytes)", n, packed, len(it.Body))
 		}
 		got, err := decodeRecord(it)
+		if err == nil {
+			err = got.unpack()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
