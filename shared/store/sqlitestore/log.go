@@ -69,12 +69,14 @@ func (s *Store) rememberedSeq(stream string) (int64, bool) {
 	if s.seqs == nil {
 		return 0, false
 	}
-	for _, m := range []map[string]int64{s.reqSeqs, s.batchSeqs, s.seqs} {
-		if seq, ok := m[stream]; ok {
-			return seq, true
-		}
+	if seq, ok := s.reqSeqs[stream]; ok {
+		return seq, true
 	}
-	return 0, false
+	if seq, ok := s.batchSeqs[stream]; ok {
+		return seq, true
+	}
+	seq, ok := s.seqs[stream]
+	return seq, ok
 }
 
 // ReadLog returns the entries after seq after, ascending.
