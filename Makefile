@@ -14,7 +14,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 # jsii also warns, loudly, on every run under a Node release it calls end-of-life.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
-.PHONY: run test unit lint bench build synth tools clean fuzz infra-test asl-validate
+.PHONY: run test unit lint bench build synth tools clean fuzz infra-test asl-validate chaos
 
 ## run: the whole embedded stack in one process (SQLite store, embedded Step Functions, API, UI, host worker)
 run:
@@ -70,6 +70,12 @@ bench:
 	$(GO) test -run '^$$' -bench AllowPath -benchtime 2000x ./shared/sfnlocal/
 	$(GO) test -run '^$$' -bench Decide -benchmem ./shared/permission/
 	$(GO) test -run '^$$' -bench Lifecycle -benchtime 3000x -timeout 60m ./shared/embedded/
+
+## chaos: the black-box chaos run at scale: a real `lifecycle serve` SIGKILLed and restarted under load
+## (N actions, default 10000; CHAOS_SEED=<seed> replays a run; a failed run is kept under artifacts/chaos/)
+N ?= 10000
+chaos:
+	CHAOS_N=$(N) $(GO) test -count=1 -run '^TestChaosBlackBox$$' -timeout 240m -v ./tests/chaos/
 
 ## fuzz: a short fuzzing pass over the rule parser and the Bash analysis
 FUZZTIME ?= 30s

@@ -40,6 +40,7 @@ func Reset() {
 
 // At returns a *CrashError if the point is armed for this call.
 func At(ctx context.Context, point string) error {
+	maybeKill(point)
 	mu.Lock()
 	when := armed[point]
 	mu.Unlock()
