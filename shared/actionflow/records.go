@@ -72,6 +72,18 @@ type Reason struct {
 	Code   string `json:"code"`
 	Rule   string `json:"rule,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Refusals is the session's refusal counter (this policy version) after
+	// an automatic review's block counted this action: the owner sees how
+	// close the run is to the fallback, and an audit can match counts to
+	// refusals.
+	Refusals *Refusals `json:"refusals,omitempty"`
+}
+
+// Refusals are the automatic-review refusal counts of a session and policy
+// version.
+type Refusals struct {
+	Consecutive int64 `json:"consecutive"`
+	Total       int64 `json:"total"`
 }
 
 // Decision is the permission decision bound to one exact operation.

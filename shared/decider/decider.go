@@ -134,11 +134,15 @@ func translate(pd permission.Decision) (actionflow.Decision, error) {
 	if pd.Reason.Command != "" {
 		detail = fmt.Sprintf("%s (command: %s)", detail, pd.Reason.Command)
 	}
+	reason := actionflow.Reason{Source: string(pd.Reason.Source), Code: string(pd.Reason.Code), Rule: pd.Reason.Rule, Detail: detail}
+	if c := pd.Reason.Counter; c != nil {
+		reason.Refusals = &actionflow.Refusals{Consecutive: c.Consecutive, Total: c.Total}
+	}
 	return actionflow.Decision{
 		Permission:    pd.Permission,
 		PolicyVersion: pd.PolicyVersion,
 		Fallback:      pd.Fallback,
-		Reason:        actionflow.Reason{Source: string(pd.Reason.Source), Code: string(pd.Reason.Code), Rule: pd.Reason.Rule, Detail: detail},
+		Reason:        reason,
 		Resolution:    resolution(pd),
 		Engine:        raw,
 	}, nil

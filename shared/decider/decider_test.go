@@ -12,6 +12,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
+	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
@@ -97,5 +98,24 @@ func TestRevalidateBindsTheApproval(t *testing.T) {
 	modified.ArgsDigest = id.Digest
 	if got, _ := d.Revalidate(ctx, modified, prior, ap); got.Permission != lifecycle.PermissionDeny {
 		t.Fatalf("modified command allowed: %+v", got)
+	}
+}
+
+// A classifier block carries the session's refusal counts to the API; other
+// decisions carry none.
+func TestTranslateCarriesRefusalCounts(t *testing.T) {
+	block := permission.Decision{Permission: lifecycle.PermissionDeny, Reason: permission.Reason{
+		Source: permission.SourceClassifier, Code: permission.CodeClassifierBlock, Detail: "blocked",
+		Counter: &store.Counter{Consecutive: 2, Total: 7}}}
+	got, err := translate(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Reason.Refusals == nil || *got.Reason.Refusals != (actionflow.Refusals{Consecutive: 2, Total: 7}) {
+		t.Fatalf("refusals = %+v, want consecutive 2 total 7", got.Reason.Refusals)
+	}
+	allow := permission.Decision{Permission: lifecycle.PermissionAllow, Reason: permission.Reason{Source: permission.SourceAllowRule, Code: permission.CodeAllowRule}}
+	if got, _ := translate(allow); got.Reason.Refusals != nil {
+		t.Fatalf("an allow carries refusals %+v", got.Reason.Refusals)
 	}
 }

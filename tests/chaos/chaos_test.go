@@ -29,7 +29,9 @@ const session = "ses_chaos"
 // lifecycle points with these probabilities (shared/faults).
 const faultKills = "after_start_evidence=0.01,after_executor=0.01,after_receipt=0.01,after_checkpoint=0.01,after_projection=0.005"
 
-const policy = `{"version":"chaos.1","mode":"default",
+// Auto mode: rules decide first; what no rule decides goes to the built-in
+// reviewer, which blocks `sudo` (a refusal that the session counts).
+const policy = `{"version":"chaos.1","mode":"auto",
  "deny":["Bash(rm *)"],
  "ask":["Bash(printf *)"],
  "allow":["Bash(echo *)","Bash(sleep *)"]}`
@@ -37,7 +39,7 @@ const policy = `{"version":"chaos.1","mode":"default",
 // item is one action of the run.
 type item struct {
 	key     string
-	kind    string // allow, ask, deny
+	kind    string // allow, ask, deny, block (the automatic review refuses it; submitted non-interactive)
 	command string
 	approve bool // for ask: the person's answer
 
@@ -103,6 +105,9 @@ func TestChaosBlackBox(t *testing.T) {
 			} else {
 				it.command = fmt.Sprintf("echo %s >> ledger.txt", it.key)
 			}
+		case r < 7:
+			it.kind = "block"
+			it.command = fmt.Sprintf("sudo -n touch %s", it.key)
 		case r < 8:
 			it.kind = "ask"
 			it.command = fmt.Sprintf("printf '%%s\\n' %s >> ledger.txt", it.key)
@@ -271,6 +276,7 @@ func (r *runState) check(items []*item, views map[string]*actionView, c *client,
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
+	blocks, maxTotal := int64(0), int64(0)
 	for _, it := range items {
 		if lines[it.key] > 1 {
 			r.errorf("duplicate execution: %s ran %d times (%s)", it.key, lines[it.key], it.command)
@@ -305,11 +311,23 @@ func (r *runState) check(items []*item, views map[string]*actionView, c *client,
 			if v.States.Permission != "deny" || v.States.Outcome != "not_started" {
 				r.errorf("denied %s: permission %q outcome %q", v.ActionID, v.States.Permission, v.States.Outcome)
 			}
+		case "block":
+			if v.States.Permission != "deny" || v.States.Outcome != "not_started" || v.Decision == nil || v.Decision.Reason.Refusals == nil {
+				r.errorf("refused %s: permission %q outcome %q, decision %+v", v.ActionID, v.States.Permission, v.States.Outcome, v.Decision)
+				continue
+			}
+			blocks++
+			maxTotal = max(maxTotal, v.Decision.Reason.Refusals.Total)
 		case "ask":
 			if it.decided == "decline" && v.States.Outcome != "not_started" {
 				r.errorf("declined %s: outcome %q", v.ActionID, v.States.Outcome)
 			}
 		}
+	}
+	// Each refusal is counted exactly once, whatever was killed when: the
+	// highest total any refusal saw is the number of refusals.
+	if maxTotal != blocks {
+		r.errorf("refusal counter: %d refusals, but the counter reached %d", blocks, maxTotal)
 	}
 	for l := range lines {
 		if !strings.HasPrefix(l, fmt.Sprintf("c%d-", r.seed%100000)) {
@@ -326,7 +344,8 @@ func (r *runState) check(items []*item, views map[string]*actionView, c *client,
 			break
 		}
 	}
-	t.Logf("chaos: outcomes %v, %d ledger lines, %d events, %d unknown listed under Needs attention", counts, len(lines), len(seqs), len(attention))
+	t.Logf("chaos: outcomes %v, %d ledger lines, %d refusals counted %d times, %d events, %d unknown listed under Needs attention",
+		counts, len(lines), blocks, maxTotal, len(seqs), len(attention))
 }
 
 type actionView struct {
@@ -340,6 +359,14 @@ type actionView struct {
 	Receipt *struct {
 		Outcome string `json:"outcome"`
 	} `json:"receipt"`
+	Decision *struct {
+		Reason struct {
+			Code     string `json:"code"`
+			Refusals *struct {
+				Total int64 `json:"total"`
+			} `json:"refusals"`
+		} `json:"reason"`
+	} `json:"decision"`
 }
 
 // server runs and restarts `lifecycle serve`.
@@ -580,7 +607,7 @@ func (c *client) putPolicy() error {
 func (c *client) submit(ctx context.Context, agent string, it *item) (string, error) {
 	var a actionView
 	_, err := c.do(ctx, "POST", "/v1/sessions/"+session+"/actions", agent, map[string]string{"Idempotency-Key": it.key},
-		map[string]any{"tool": "Bash", "arguments": map[string]string{"command": it.command}, "tool_call_id": "tc_" + it.key, "interactive": true}, &a)
+		map[string]any{"tool": "Bash", "arguments": map[string]string{"command": it.command}, "tool_call_id": "tc_" + it.key, "interactive": it.kind != "block"}, &a)
 	if err != nil {
 		return "", err
 	}

@@ -15,7 +15,8 @@
 //     Needs attention in Activity;
 //   - outcomes agree with the ledger: succeeded has its line, not_started has
 //     none;
-//   - denials and declines are not_started;
+//   - denials, refusals and declines are not_started;
+//   - the refusal counter counts each refusal of the automatic review once;
 //   - the session's event sequence is gapless (1..n).
 //
 // `go test ./tests/chaos/` runs 300 actions (what `make test` runs);
