@@ -121,11 +121,13 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 	if f != nil {
 		return permission.Verdict{Kind: permission.VerdictBlock, Category: f.category, Reason: f.reason, Reviewer: Name}, nil
 	}
-	if safe && canonicalTool(in.Tool) != in.Tool {
+	if canonicalTool(in.Tool) != in.Tool {
 		// The engine's rules judge Bash, Read, Write and Edit by those
 		// names only: a rule written for Bash never sees a "bash" call, so
-		// an automatic allow here could pass a deny rule meant for it.
-		safe, why = false, fmt.Sprintf("the %s spelling of the tool is not judged by the policy's rules (use %s)", in.Tool, canonicalTool(in.Tool))
+		// an automatic allow (ours or the model's) could pass a deny rule
+		// meant for it. A person decides.
+		why = fmt.Sprintf("the %s spelling of the tool is not judged by the policy's rules (use %s)", in.Tool, canonicalTool(in.Tool))
+		return permission.Verdict{Kind: permission.VerdictUnproven, Category: NotProvenSafe, Reason: why, Reviewer: Name}, nil
 	}
 	if safe {
 		return permission.Verdict{Kind: permission.VerdictAllow, Reason: "proven safe by the known-safe analysis", Reviewer: Name}, nil

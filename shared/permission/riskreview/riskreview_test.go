@@ -143,6 +143,8 @@ func TestReview(t *testing.T) {
 		{"Read outside the project", input("Read", "file_path", "/etc/hosts"), unproven, "reads /etc/hosts, outside"},
 		{"Glob climbing out", input("Glob", "pattern", "../**/*.key"), unproven, "may search outside"},
 		{"Edit inside .git", input("Edit", "file_path", ".git/config"), unproven, "inside a .git directory"},
+		{"Write an IDE task", input("Write", "file_path", ".vscode/tasks.json"), unproven, "inside a .vscode directory"},
+		{"mkdir a hooks dir", bash("mkdir -p .git/hooks"), unproven, "inside a .git directory"},
 		{"WebFetch", input("WebFetch", "url", "https://example.com"), unproven, "WebFetch is not a tool the known-safe analysis covers"},
 		{"MCP tool", input("mcp__github__create_issue", "title", "x"), unproven, "not a tool the known-safe analysis covers"},
 		{"lowercase bash spelling", input("bash", "command", "ls"), unproven, "not judged by the policy's rules (use Bash)"},
@@ -255,5 +257,70 @@ func TestReviewNoVerdict(t *testing.T) {
 				t.Fatalf("Review = %+v, %v; want no verdict %s", v, err, tc.kind)
 			}
 		})
+	}
+}
+
+// fakeModel records whether it was called and answers as told.
+type fakeModel struct {
+	calls []permission.ReviewInput
+	v     permission.Verdict
+	err   error
+}
+
+func (m *fakeModel) Review(ctx context.Context, in permission.ReviewInput) (permission.Verdict, error) {
+	m.calls = append(m.calls, in)
+	return m.v, m.err
+}
+
+// With a model, only what the known-safe analysis cannot prove goes to it:
+// known risks are blocked and proven-safe calls allowed without a call.
+func TestReviewWithModel(t *testing.T) {
+	modelAllow := permission.Verdict{Kind: permission.VerdictAllow, Reason: "a plain script", Reviewer: "bedrock:test"}
+	modelBlock := permission.Verdict{Kind: permission.VerdictBlock, Category: "destructive", Reason: "deletes data", Reviewer: "bedrock:test"}
+	failure := &permission.NoVerdictError{Reviewer: "bedrock:test", Kind: permission.NoVerdictTimeout}
+	cases := []struct {
+		name       string
+		in         permission.ReviewInput
+		model      fakeModel
+		wantKind   permission.VerdictKind
+		wantBy     string
+		wantCalled bool
+		wantErr    bool
+	}{
+		{"proven safe: no model call", bash("git status && go test ./..."), fakeModel{v: modelBlock}, permission.VerdictAllow, riskreview.Name, false, false},
+		{"known risk: no model call", bash("rm -rf ~"), fakeModel{v: modelAllow}, permission.VerdictBlock, riskreview.Name, false, false},
+		{"credential read: no model call", bash("cat ~/.ssh/id_rsa"), fakeModel{v: modelAllow}, permission.VerdictBlock, riskreview.Name, false, false},
+		{"unproven: the model allows", bash("python3 -c 'print(1)'"), fakeModel{v: modelAllow}, permission.VerdictAllow, "bedrock:test", true, false},
+		{"unproven: the model blocks", bash("make clean"), fakeModel{v: modelBlock}, permission.VerdictBlock, "bedrock:test", true, false},
+		{"unproven tool: the model decides", input("WebFetch", "url", "https://example.com"), fakeModel{v: modelAllow}, permission.VerdictAllow, "bedrock:test", true, false},
+		{"model failure stays an error", bash("npm test"), fakeModel{err: failure}, "", "", true, true},
+		{"lowercase spelling never reaches the model", input("bash", "command", "ls"), fakeModel{v: modelAllow}, permission.VerdictUnproven, riskreview.Name, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.model
+			v, err := riskreview.New(riskreview.WithModel(&m)).Review(context.Background(), tc.in)
+			if called := len(m.calls) > 0; called != tc.wantCalled {
+				t.Fatalf("model called = %v, want %v", called, tc.wantCalled)
+			}
+			if tc.wantCalled && string(m.calls[0].Args) != string(tc.in.Args) {
+				t.Errorf("the model got %s, not the complete call %s", m.calls[0].Args, tc.in.Args)
+			}
+			if tc.wantErr {
+				var nv *permission.NoVerdictError
+				if !errors.As(err, &nv) {
+					t.Fatalf("Review = %+v, %v; want the model's no-verdict error", v, err)
+				}
+				return
+			}
+			if err != nil || v.Kind != tc.wantKind || v.Reviewer != tc.wantBy {
+				t.Fatalf("Review = %+v, %v; want %s by %s", v, err, tc.wantKind, tc.wantBy)
+			}
+		})
+	}
+	// A nil model is no model.
+	v, err := riskreview.New(riskreview.WithModel(nil)).Review(context.Background(), bash("make"))
+	if err != nil || v.Kind != permission.VerdictUnproven {
+		t.Fatalf("nil model: %+v, %v", v, err)
 	}
 }

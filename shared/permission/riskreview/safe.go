@@ -209,8 +209,8 @@ func (rv reviewer) readable(prog *bashscan.Program, what string, w bashscan.Word
 }
 
 // writablePath: a harmless device, or a path known before run time inside
-// the project scope or a temporary directory and outside any .git
-// directory (whose configuration and hooks decide what git runs).
+// the project scope or a temporary directory and outside any
+// .git, .vscode or .idea directory (see configDirs).
 func (rv reviewer) writablePath(prog *bashscan.Program, what string, w bashscan.Word) (bool, string) {
 	if w.Static && bashscan.HarmlessDevice(w.Text) {
 		return true, ""
@@ -226,21 +226,27 @@ func (rv reviewer) writablePath(prog *bashscan.Program, what string, w bashscan.
 		if !rv.scope.Contains(abs) && !inTemp(abs) {
 			return false, fmt.Sprintf("%s writes %s, outside the project scope and the temporary directories", what, abs)
 		}
-		if gitInternal(abs) {
-			return false, fmt.Sprintf("%s writes %s, inside a .git directory (its config and hooks decide what git runs)", what, abs)
+		if dir, ok := inConfigDir(abs); ok {
+			return false, fmt.Sprintf("%s writes %s, inside a %s directory (its configuration decides what programs run)", what, abs, dir)
 		}
 	}
 	return true, ""
 }
 
-// gitInternal: the path is a .git directory or inside one.
-func gitInternal(abs string) bool {
+// configDirs hold configuration that decides what programs run: git's
+// config and hooks (core.fsmonitor runs on git status, core.pager on git
+// log), and the IDE settings a person's editor executes. Claude Code's
+// bypassPermissions mode still prompts for writes to the same directories.
+var configDirs = set(".git", ".vscode", ".idea")
+
+// inConfigDir returns the configuration directory abs is in, if any.
+func inConfigDir(abs string) (string, bool) {
 	for _, part := range strings.Split(abs, "/") {
-		if part == ".git" {
-			return true
+		if configDirs[part] {
+			return part, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // safePrograms are the known programs, each with the check of its options
@@ -588,7 +594,7 @@ func (rv reviewer) safeRead(tool string, args map[string]any) (bool, string) {
 
 // safeWrite: file edits inside the project scope or a temporary directory
 // are allowed (fileWrite has already blocked every other place), except
-// inside a .git directory.
+// inside a .git, .vscode or .idea directory.
 func (rv reviewer) safeWrite(args map[string]any) (bool, string) {
 	paths := pathArgs(args)
 	if len(paths) == 0 {
@@ -599,8 +605,8 @@ func (rv reviewer) safeWrite(args map[string]any) (bool, string) {
 		if !ok {
 			return false, fmt.Sprintf("writes %s, which cannot be placed in the trusted context", p)
 		}
-		if gitInternal(abs) {
-			return false, fmt.Sprintf("writes %s, inside a .git directory (its config and hooks decide what git runs)", abs)
+		if dir, ok := inConfigDir(abs); ok {
+			return false, fmt.Sprintf("writes %s, inside a %s directory (its configuration decides what programs run)", abs, dir)
 		}
 	}
 	return true, ""
