@@ -175,8 +175,10 @@ func optionValue(w bashscan.Word) bashscan.Word {
 			return bashscan.Word{Text: ".", Static: true}
 		}
 		t = v
-	} else {
+	} else if len(t) > 2 {
 		t = t[2:]
+	} else {
+		t = "" // "-x", or "-" (standard input)
 	}
 	if t == "" {
 		t = "."
@@ -190,7 +192,7 @@ func (rv reviewer) readable(prog *bashscan.Program, what string, w bashscan.Word
 	if !w.Static {
 		return false, fmt.Sprintf("%s: the path %s is computed at run time", what, w.Text)
 	}
-	if bashscan.HarmlessDevice(w.Text) {
+	if readableDevice(w.Text) {
 		return true, ""
 	}
 	if w.Glob && strings.Contains(w.Text, "..") {
@@ -206,6 +208,13 @@ func (rv reviewer) readable(prog *bashscan.Program, what string, w bashscan.Word
 		}
 	}
 	return true, ""
+}
+
+// readableDevice: devices that read nothing (/dev/null) or the program's own
+// input; /dev/zero and /dev/urandom never end and /dev/tty waits for a
+// person, so they are not proven harmless to read.
+func readableDevice(p string) bool {
+	return p == "/dev/null" || p == "/dev/stdin" || strings.HasPrefix(p, "/dev/fd/")
 }
 
 // writablePath: a harmless device, or a path known before run time inside
@@ -239,14 +248,26 @@ func (rv reviewer) writablePath(prog *bashscan.Program, what string, w bashscan.
 // bypassPermissions mode still prompts for writes to the same directories.
 var configDirs = set(".git", ".vscode", ".idea")
 
-// inConfigDir returns the configuration directory abs is in, if any.
+// inConfigDir returns the configuration directory abs is in, if any. Names
+// are compared as case-insensitive file systems (macOS, Windows) and HFS+
+// compare them: ".GIT", ".git." and ".g\u200cit" are ".git" there.
 func inConfigDir(abs string) (string, bool) {
 	for _, part := range strings.Split(abs, "/") {
-		if configDirs[part] {
-			return part, true
+		name := strings.ToLower(strings.TrimRight(strings.Map(dropIgnorable, part), ". "))
+		if configDirs[name] {
+			return name, true
 		}
 	}
 	return "", false
+}
+
+// dropIgnorable removes the code points HFS+ ignores in file names.
+func dropIgnorable(r rune) rune {
+	switch {
+	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		return -1
+	}
+	return r
 }
 
 // safePrograms are the known programs, each with the check of its options
