@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -326,5 +327,51 @@ func TestReviewWithModel(t *testing.T) {
 	v, err := riskreview.New(riskreview.WithModel(nil)).Review(context.Background(), bash("make"))
 	if err != nil || v.Kind != permission.VerdictUnproven {
 		t.Fatalf("nil model: %+v, %v", v, err)
+	}
+}
+
+// TestCorpus runs the fixture corpus (testdata/corpus.txt, its sources
+// named there): every "allow" command is allowed, no "danger" command is,
+// and the figures are logged (go test -v -run TestCorpus).
+func TestCorpus(t *testing.T) {
+	b, err := os.ReadFile("testdata/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := riskreview.New()
+	type tally struct{ total, allowed, blocked, unproven int }
+	counts := map[string]*tally{"allow": {}, "human": {}, "danger": {}}
+	for n, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		label, cmd, _ := strings.Cut(line, " ")
+		c, ok := counts[label]
+		if !ok {
+			t.Fatalf("line %d: unknown label %q", n+1, label)
+		}
+		v, err := r.Review(context.Background(), bash(cmd))
+		if err != nil {
+			t.Fatalf("line %d %q: %v", n+1, cmd, err)
+		}
+		c.total++
+		switch v.Kind {
+		case permission.VerdictAllow:
+			c.allowed++
+		case permission.VerdictBlock:
+			c.blocked++
+		default:
+			c.unproven++
+		}
+		switch {
+		case label == "allow" && v.Kind != permission.VerdictAllow:
+			t.Errorf("line %d: %q is not allowed: %s", n+1, cmd, v.Reason)
+		case label == "danger" && v.Kind == permission.VerdictAllow:
+			t.Errorf("line %d: %q is allowed", n+1, cmd)
+		}
+	}
+	for _, l := range []string{"allow", "human", "danger"} {
+		c := counts[l]
+		t.Logf("%-6s %3d commands: %3d allowed, %3d blocked, %3d not proven safe", l, c.total, c.allowed, c.blocked, c.unproven)
 	}
 }
