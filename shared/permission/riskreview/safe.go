@@ -70,7 +70,17 @@ func (rv reviewer) safeCommand(prog *bashscan.Program, c *bashscan.Command) (boo
 		return true, ""
 	}
 	if c.Script && len(c.Invocations) == 1 {
-		// bash -c '<literal>': its commands are recorded and judged one by one.
+		// bash -c '<literal>': its commands are recorded and judged one by
+		// one; the shell's own options must not make it read a startup
+		// file the agent may have written (-i, --rcfile, --init-file).
+		for _, a := range c.Args[1:] {
+			if !a.Option() {
+				break
+			}
+			if !safeShellOption.MatchString(a.Text) {
+				return false, fmt.Sprintf("%q: shell option %s is not proven safe (an interactive shell or a startup file runs more than the script)", text, a.Text)
+			}
+		}
 		return true, ""
 	}
 	if len(c.Invocations) > 1 {
@@ -94,6 +104,10 @@ func (rv reviewer) safeCommand(prog *bashscan.Program, c *bashscan.Command) (boo
 	}
 	return check(&call{rv: rv, prog: prog, name: c.BaseName(), args: c.Args[1:], text: text})
 }
+
+// safeShellOption: -c with errexit, nounset, xtrace, verbose, login
+// (the owner's profile), --noprofile, --norc and --posix.
+var safeShellOption = regexp.MustCompile(`^(-[celuxv]+|--noprofile|--norc|--posix)$`)
 
 // harmlessVars may be set in front of a known-safe command: locale,
 // terminal and Go target settings that change no program that runs.
