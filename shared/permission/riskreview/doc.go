@@ -72,7 +72,9 @@
 //     standard streams) or inside the project scope or a temporary
 //     directory, and never inside a .git, .vscode or .idea directory
 //     (their configuration decides what programs run: core.fsmonitor runs
-//     on git status, core.pager on git log);
+//     on git status, core.pager on git log) nor to a file named HEAD
+//     (with it, any directory the agent fills looks like a bare git
+//     repository whose config a git command run there obeys);
 //   - assignments set only locale, terminal and Go target variables (LANG,
 //     LC_*, TZ, TERM, NO_COLOR, CGO_ENABLED, GOOS, GOARCH, ...): PATH,
 //     GIT_PAGER, GOFLAGS and the like change what later commands run.
@@ -90,16 +92,23 @@
 //     numfmt, exit, wait, set, command -v/-V;
 //   - readers (every path in scope, no --files0-from): cat, tac, head,
 //     tail, wc, nl, cut, paste, rev, comm, diff, cmp, the *sum programs,
-//     od, hexdump, strings, column, expand, unexpand, fold, ls, du, df,
-//     stat, realpath, readlink, grep/egrep/fgrep, cd, pushd; sort without
-//     -o/--output/--compress-program; tree without -o/-R; file without
+//     od, hexdump, strings, column, expand, unexpand, fold, ls, df, stat,
+//     realpath, readlink, cd, pushd; grep/egrep/fgrep without -R and du
+//     without -L (following symbolic links while walking may leave the
+//     project); sort without -o/--output/--compress-program (short
+//     options are found inside clusters too: sort -uo); tree without
+//     -o/-R/-l; file without
 //     -C; base64 without -o; date without -s; uniq with at most one
 //     operand; jq without env/$ENV (the environment may hold secrets); sed
 //     only as sed -n 'N[,M]p' (sed scripts can write files and run
 //     programs);
 //   - find without -exec, -execdir, -ok, -okdir, -delete, -fls, -fprint,
-//     -fprint0, -fprintf; rg without --pre, --pre-glob, --hostname-bin,
-//     -z/--search-zip (they run other programs);
+//     -fprint0, -fprintf, -L, -follow; rg without --pre, --pre-glob,
+//     --hostname-bin, -z/--search-zip (they run other programs) and
+//     -L/--follow;
+//   - bash/sh -c '<literal>' with only -c, -e, -l, -u, -x, -v,
+//     --noprofile, --norc, --posix (not -i, --rcfile, --init-file: a
+//     startup file the agent wrote would run too);
 //   - git without global options other than -C <dir in scope>, --no-pager,
 //     -P and the pathspec switches (-c, --config-env, --git-dir,
 //     --work-tree, -p/--paginate are not proven), running status, log,

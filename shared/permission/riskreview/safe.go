@@ -233,7 +233,7 @@ func readableDevice(p string) bool {
 
 // writablePath: a harmless device, or a path known before run time inside
 // the project scope or a temporary directory and outside any
-// .git, .vscode or .idea directory (see configDirs).
+// .git, .vscode or .idea directory, and not a file named HEAD (see configWrite).
 func (rv reviewer) writablePath(prog *bashscan.Program, what string, w bashscan.Word) (bool, string) {
 	if w.Static && bashscan.HarmlessDevice(w.Text) {
 		return true, ""
@@ -249,8 +249,8 @@ func (rv reviewer) writablePath(prog *bashscan.Program, what string, w bashscan.
 		if !rv.scope.Contains(abs) && !inTemp(abs) {
 			return false, fmt.Sprintf("%s writes %s, outside the project scope and the temporary directories", what, abs)
 		}
-		if dir, ok := inConfigDir(abs); ok {
-			return false, fmt.Sprintf("%s writes %s, inside a %s directory (its configuration decides what programs run)", what, abs, dir)
+		if why, ok := configWrite(abs); ok {
+			return false, fmt.Sprintf("%s writes %s, %s", what, abs, why)
 		}
 	}
 	return true, ""
@@ -262,14 +262,21 @@ func (rv reviewer) writablePath(prog *bashscan.Program, what string, w bashscan.
 // bypassPermissions mode still prompts for writes to the same directories.
 var configDirs = set(".git", ".vscode", ".idea")
 
-// inConfigDir returns the configuration directory abs is in, if any. Names
-// are compared as case-insensitive file systems (macOS, Windows) and HFS+
-// compare them: ".GIT", ".git." and ".g\u200cit" are ".git" there.
-func inConfigDir(abs string) (string, bool) {
-	for _, part := range strings.Split(abs, "/") {
+// configWrite explains why writing abs may change what programs run: it
+// is inside a configuration directory, or it is a file named HEAD, which
+// makes its directory look like a (bare) git repository whose config a
+// later git status in it would obey (core.fsmonitor). Names are compared
+// as case-insensitive file systems (macOS, Windows) and HFS+ compare them:
+// ".GIT", ".git." and ".g\u200cit" are ".git" there.
+func configWrite(abs string) (string, bool) {
+	parts := strings.Split(abs, "/")
+	for i, part := range parts {
 		name := strings.ToLower(strings.TrimRight(strings.Map(dropIgnorable, part), ". "))
 		if configDirs[name] {
-			return name, true
+			return fmt.Sprintf("inside a %s directory (its configuration decides what programs run)", name), true
+		}
+		if i == len(parts)-1 && name == "head" {
+			return "a file named HEAD, which makes its directory look like a git repository whose config git would obey", true
 		}
 	}
 	return "", false
@@ -298,12 +305,18 @@ func init() {
 	// directory); every path must be inside the scope.
 	for _, n := range []string{"cat", "tac", "head", "tail", "wc", "nl", "cut", "paste", "rev", "comm", "diff",
 		"cmp", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "shasum", "b2sum", "cksum",
-		"od", "hexdump", "strings", "column", "expand", "unexpand", "fold", "ls", "du", "df", "stat", "realpath",
-		"readlink", "grep", "egrep", "fgrep", "cd", "pushd"} {
+		"od", "hexdump", "strings", "column", "expand", "unexpand", "fold", "ls", "df", "stat", "realpath",
+		"readlink", "cd", "pushd"} {
 		safePrograms[n] = readerCheck(nil, "")
 	}
+	// Recursive readers that can follow symbolic links out of the project
+	// while they walk it: not with the options that make them follow.
+	for _, n := range []string{"grep", "egrep", "fgrep"} {
+		safePrograms[n] = readerCheck([]string{"-R", "--dereference-recursive"}, followsLinks)
+	}
+	safePrograms["du"] = readerCheck([]string{"-L", "--dereference"}, followsLinks)
 	safePrograms["sort"] = readerCheck([]string{"-o", "--output", "--compress-program"}, "writes a file or runs a program")
-	safePrograms["tree"] = readerCheck([]string{"-o", "-R"}, "writes files")
+	safePrograms["tree"] = readerCheck([]string{"-o", "-R", "-l"}, "writes files or follows symbolic links")
 	safePrograms["file"] = readerCheck([]string{"-C", "--compile"}, "writes a file")
 	safePrograms["base64"] = readerCheck([]string{"-o", "--output"}, "writes a file")
 	safePrograms["date"] = readerCheck([]string{"-s", "--set"}, "sets the system clock")
@@ -326,6 +339,14 @@ func readerCheck(unsafe []string, does string) func(*call) (bool, string) {
 	return func(k *call) (bool, string) {
 		if o, bad := k.opt(unsafe...); bad {
 			return k.unsafeOpt(o, does)
+		}
+		for _, u := range unsafe {
+			// -o also hides in a cluster: sort -uo file.
+			if len(u) == 2 && u[0] == '-' {
+				if o, bad := k.shortIn(u[1:]); bad {
+					return k.unsafeOpt(o, does)
+				}
+			}
 		}
 		if o, bad := k.opt("--files0-from"); bad {
 			return k.unsafeOpt(o, "reads the names of further files from a file")
@@ -358,7 +379,12 @@ var jqEnv = regexp.MustCompile(`(^|[^A-Za-z0-9_])\$?(env|ENV)($|[^A-Za-z0-9_])`)
 // findActions execute, delete or write files.
 var findActions = []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"}
 
+const followsLinks = "follows symbolic links, which may lead out of the project"
+
 func findCheck(k *call) (bool, string) {
+	if o, bad := k.opt("-L", "-follow"); bad {
+		return k.unsafeOpt(o, followsLinks)
+	}
 	for _, a := range k.args {
 		for _, f := range findActions {
 			if a.Static && a.Text == f {
@@ -377,6 +403,12 @@ func rgCheck(k *call) (bool, string) {
 	}
 	if o, bad := k.shortIn("z"); bad {
 		return k.unsafeOpt(o, "runs decompression programs")
+	}
+	if o, bad := k.opt("--follow"); bad {
+		return k.unsafeOpt(o, followsLinks)
+	}
+	if o, bad := k.shortIn("L"); bad {
+		return k.unsafeOpt(o, followsLinks)
 	}
 	return k.readsAll(k.args)
 }
@@ -640,8 +672,8 @@ func (rv reviewer) safeWrite(args map[string]any) (bool, string) {
 		if !ok {
 			return false, fmt.Sprintf("writes %s, which cannot be placed in the trusted context", p)
 		}
-		if dir, ok := inConfigDir(abs); ok {
-			return false, fmt.Sprintf("writes %s, inside a %s directory (its configuration decides what programs run)", abs, dir)
+		if why, ok := configWrite(abs); ok {
+			return false, fmt.Sprintf("writes %s, %s", abs, why)
 		}
 	}
 	return true, ""
