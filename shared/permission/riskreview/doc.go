@@ -109,9 +109,12 @@
 //   - bash/sh -c '<literal>' with only -c, -e, -l, -u, -x, -v,
 //     --noprofile, --norc, --posix (not -i, --rcfile, --init-file: a
 //     startup file the agent wrote would run too);
-//   - git without global options other than -C <dir in scope>, --no-pager,
-//     -P and the pathspec switches (-c, --config-env, --git-dir,
-//     --work-tree, -p/--paginate are not proven), running status, log,
+//   - git in the trusted working directory (no -C elsewhere, no cd before
+//     it: in a subdirectory git would discover a bare repository shipped
+//     with the project and obey its config), without global options other
+//     than -C ., --no-pager, -P and the pathspec switches (-c,
+//     --config-env, --git-dir, --work-tree, -p/--paginate are not
+//     proven), running status, log,
 //     diff, show, rev-parse, ls-files, ls-tree, blame, describe, shortlog,
 //     rev-list, show-ref, merge-base, cat-file, grep, whatchanged,
 //     count-objects, branch (listing only), tag (listing only), remote

@@ -472,7 +472,10 @@ func writerCheck(bools, values map[string]bool) func(*call) (bool, string) {
 // Git: read-only subcommands (Codex CLI's status/log/diff/show/branch
 // and Claude Code's read-only git commands), without the global options
 // that change configuration or the repository, and without the options
-// that write files or run programs.
+// that write files or run programs. git runs only in the trusted working
+// directory (no -C elsewhere, no cd before it): in a subdirectory, a bare
+// repository shipped with the project would be discovered, and its config
+// (core.fsmonitor, core.pager) obeyed.
 var gitReadOnly = set("status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "blame", "describe",
 	"shortlog", "rev-list", "show-ref", "merge-base", "cat-file", "grep", "whatchanged", "count-objects")
 
@@ -486,14 +489,17 @@ var gitBranchList = set("-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbos
 var gitBranchFilter = set("--merged", "--no-merged", "--contains", "--no-contains")
 
 func gitCheck(k *call) (bool, string) {
+	if len(k.prog.DirChanges()) > 0 {
+		return false, fmt.Sprintf("%q: git runs after a change of directory, where a repository shipped or written there (a bare repository's config) would decide what git runs", k.text)
+	}
 	args := k.args
 	i := 0
 	for i < len(args) && args[i].Option() {
 		t := args[i].Text
 		switch {
 		case t == "-C" && i+1 < len(args):
-			if ok, why := k.rv.readable(k.prog, k.text, args[i+1]); !ok {
-				return false, why
+			if cands, exact := k.rv.scope.BashPath(k.prog, args[i+1]); !exact || len(cands) != 1 || cands[0] != k.rv.scope.WorkingDir {
+				return false, fmt.Sprintf("%q: git -C %s runs git in another directory, where a repository shipped or written there (a bare repository's config) would decide what git runs", k.text, args[i+1].Text)
 			}
 			i += 2
 		case gitSafeGlobal[t]:
