@@ -49,6 +49,7 @@ func TestReview(t *testing.T) {
 		{"cat in the project", bash("cat README.md"), allowed, ""},
 		{"mkdir -p build", bash("mkdir -p build"), allowed, ""},
 		{"wc glob", bash("wc -l *.go"), allowed, ""},
+		{"dotfile glob", bash("ls .*rc src/*.go"), allowed, ""},
 		{"head", bash("head -20 main.go"), allowed, ""},
 		{"rg", bash("rg TODO"), allowed, ""},
 		// More of the known-safe set.
@@ -119,6 +120,10 @@ func TestReview(t *testing.T) {
 		{"ls outside after cd", bash("cd / && ls"), unproven, "reads /, outside"},
 		{"directory unknown", bash("pushd src && popd && ls"), unproven, "not known before run time"},
 		{"glob climbing out", bash("cat ../*/secret"), unproven, "may climb out"},
+		{"brace naming an outside path", bash("cat {README.md,/etc/hosts}"), unproven, "may climb out"},
+		{"dot glob matching ..", bash("cat .*/x"), unproven, "may climb out"},
+		{"printf -v", bash("printf -v PATH %s /tmp/x; ls"), unproven, "option -v of printf"},
+		{"wait -p", bash("ls & wait -n -p PATH"), unproven, "option -p of wait"},
 		{"rg --pre", bash("rg --pre ./x TODO"), unproven, "option --pre of rg"},
 		{"rg -z", bash("rg -iz TODO"), unproven, "option -iz of rg"},
 		{"sort -o", bash("sort -o ~/.bashrc x"), unproven, "option -o of sort"},

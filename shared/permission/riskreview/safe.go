@@ -209,7 +209,7 @@ func (rv reviewer) readable(prog *bashscan.Program, what string, w bashscan.Word
 	if readableDevice(w.Text) {
 		return true, ""
 	}
-	if w.Glob && strings.Contains(w.Text, "..") {
+	if w.Glob && globMayLeave(w.Text) {
 		return false, fmt.Sprintf("%s: the pattern %s may climb out of the project", what, w.Text)
 	}
 	cands, _ := rv.scope.BashPath(prog, w)
@@ -222,6 +222,22 @@ func (rv reviewer) readable(prog *bashscan.Program, what string, w bashscan.Word
 		}
 	}
 	return true, ""
+}
+
+// globMayLeave: a pattern whose expansion may name a place outside the
+// directory its static part names: "..", a brace expression (which may
+// list any path: {a,/etc/hosts}), or a component that matches ".." (.*
+// does in shells without globskipdots).
+func globMayLeave(t string) bool {
+	if strings.Contains(t, "..") || strings.ContainsAny(t, "{}") {
+		return true
+	}
+	for _, comp := range strings.Split(t, "/") {
+		if ok, err := path.Match(comp, ".."); ok || err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // readableDevice: devices that read nothing (/dev/null) or the program's own
@@ -299,7 +315,7 @@ func init() {
 	// Programs that read no file named in their arguments.
 	for _, n := range []string{"echo", "printf", "pwd", "true", "false", ":", "whoami", "id", "uname", "seq",
 		"sleep", "expr", "basename", "dirname", "which", "type", "test", "[", "tr", "numfmt", "exit", "wait", "set"} {
-		safePrograms[n] = func(*call) (bool, string) { return true, "" }
+		safePrograms[n] = noVarOption
 	}
 	// Programs that only read the files they are given (or the working
 	// directory); every path must be inside the scope.
@@ -331,6 +347,21 @@ func init() {
 	safePrograms["mkdir"] = writerCheck(map[string]bool{"-p": true, "--parents": true, "-v": true, "--verbose": true}, map[string]bool{"-m": true, "--mode": true})
 	safePrograms["touch"] = writerCheck(map[string]bool{"-a": true, "-c": true, "-m": true, "-h": true, "--no-create": true, "--no-dereference": true},
 		map[string]bool{"-d": true, "-t": true, "--date": true, "-r": true, "--reference": true})
+}
+
+// noVarOption: printf -v and wait -p assign a variable (PATH, say), which
+// changes what later commands run.
+func noVarOption(k *call) (bool, string) {
+	const does = "assigns a variable, which can change what later commands run"
+	switch {
+	case k.name == "printf" && len(k.args) > 0 && strings.HasPrefix(k.args[0].Text, "-v"):
+		return k.unsafeOpt(k.args[0].Text, does)
+	case k.name == "wait":
+		if o, bad := k.shortIn("p"); bad {
+			return k.unsafeOpt(o, does)
+		}
+	}
+	return true, ""
 }
 
 // readerCheck: any option except the unsafe ones (and --files0-from, which
