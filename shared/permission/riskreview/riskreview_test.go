@@ -152,6 +152,7 @@ func TestReview(t *testing.T) {
 		{"sensitive assignment", bash("GIT_PAGER='sh -c id' git log"), unproven, "sets GIT_PAGER="},
 		{"export", bash("export GOFLAGS=-toolexec=./x; go build"), unproven, "sets GOFLAGS="},
 		{"program by relative path", bash("./ls"), unproven, "a program named by its path"},
+		{"shell by a temp path", bash("/tmp/x/bash -c 'ls'"), unproven, "a program named by its path"},
 		{"shell reading stdin", bash("echo ls | sh"), unproven, "sh is not in the known-safe list"},
 		{"interpreter running a script", bash("python3 tool.py"), unproven, "python3"},
 		{"alias", bash("alias ls='id'"), unproven, "alias"},

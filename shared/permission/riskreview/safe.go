@@ -69,6 +69,18 @@ func (rv reviewer) safeCommand(prog *bashscan.Program, c *bashscan.Command) (boo
 		// call runs the body, whose commands are judged one by one.
 		return true, ""
 	}
+	name := c.Name()
+	if strings.Contains(name, "/") {
+		known := false
+		for _, d := range systemBins {
+			if strings.HasPrefix(name, d) && !strings.Contains(name[len(d):], "/") {
+				known = true
+			}
+		}
+		if !known {
+			return false, fmt.Sprintf("%q runs %s, a program named by its path rather than a system program", text, name)
+		}
+	}
 	if c.Script && len(c.Invocations) == 1 {
 		// bash -c '<literal>': its commands are recorded and judged one by
 		// one; the shell's own options must not make it read a startup
@@ -85,18 +97,6 @@ func (rv reviewer) safeCommand(prog *bashscan.Program, c *bashscan.Command) (boo
 	}
 	if len(c.Invocations) > 1 {
 		return false, fmt.Sprintf("%q runs another command through %s; a wrapper is never proven safe", text, c.Invocations[1].Wrapper)
-	}
-	name := c.Name()
-	if strings.Contains(name, "/") {
-		known := false
-		for _, d := range systemBins {
-			if strings.HasPrefix(name, d) && !strings.Contains(name[len(d):], "/") {
-				known = true
-			}
-		}
-		if !known {
-			return false, fmt.Sprintf("%q runs %s, a program named by its path rather than a system program", text, name)
-		}
 	}
 	check, ok := safePrograms[c.BaseName()]
 	if !ok {
