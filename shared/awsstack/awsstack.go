@@ -112,9 +112,11 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	}
 	var classifier permission.Classifier = riskreview.New()
 	if env.Reviewer == "bedrock" {
-		// Each review is a model request: accounted started/completed once.
-		classifier = modelreq.Classifier{Inner: bedrockreview.New(bedrockruntime.NewFromConfig(cfg), env.BedrockModelID),
-			Ledger: &modelreq.Ledger{Store: st}, Provider: "bedrock", Model: env.BedrockModelID}
+		// The built-in reviewer still blocks known risks and allows what it
+		// proves safe; only the rest goes to the model. Each review is a
+		// model request: accounted started/completed once.
+		classifier = riskreview.New(riskreview.WithModel(modelreq.Classifier{Inner: bedrockreview.New(bedrockruntime.NewFromConfig(cfg), env.BedrockModelID),
+			Ledger: &modelreq.Ledger{Store: st}, Provider: "bedrock", Model: env.BedrockModelID}))
 	}
 	eng, err := permission.NewEngine(permission.Config{Classifier: classifier, Counters: st})
 	if err != nil {

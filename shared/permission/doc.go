@@ -8,7 +8,7 @@
 // untrusted data (tool arguments, repository content, a classifier's prose)
 // change the policy, and never import AWS or Lambda packages; reviewers that
 // call a provider live in their own packages (riskreview: deterministic,
-// the default; bedrockreview: Amazon Bedrock).
+// the default; bedrockreview: Amazon Bedrock, wired behind riskreview).
 //
 // # Precedence
 //
@@ -58,7 +58,14 @@
 //
 // In auto mode a call no rule decides goes to the Classifier with the
 // complete operation (never a truncated prefix; over MaxReviewBytes it is
-// not reviewed) and the trusted context. A classifier timeout, cancellation,
+// not reviewed) and the trusted context. Its verdict is allow, block, or
+// unproven (VerdictUnproven: the reviewer could not show the call is safe).
+// The built-in reviewer (riskreview) allows only what its known-safe
+// analysis proves harmless, blocks known risks, and answers unproven for
+// everything else, or hands it to the model reviewer when one is configured
+// (riskreview.WithModel). An unproven verdict is not a refusal: Decide
+// returns ask (interactive) or deny (noninteractive) with CodeNotProvenSafe
+// and the reviewer's reason, and no counter changes. A classifier timeout, cancellation,
 // provider failure or unparseable answer is a *NoVerdictError, distinct from
 // a block: the call is not executed, no counter changes, and Decide returns
 // ask (interactive) or deny (noninteractive) with CodeNoVerdict. If the
@@ -75,7 +82,8 @@
 // CounterAllow (consecutive = 0, total unchanged). An approved fallback
 // action applies CounterAllow; when the wait was triggered by the total
 // threshold, its completion (approved or declined) applies CounterResetTotal
-// (both zero). No-verdict errors and rule denials change nothing.
+// (both zero). No-verdict errors, unproven verdicts and rule denials change
+// nothing.
 //
 // Thresholds. The block that brings the counter to 3 consecutive or 20
 // total (DefaultThresholds) becomes, for an interactive owner, an ask with

@@ -432,7 +432,7 @@ func (e *Engine) review(ctx context.Context, x *evalCtx, d Decision) (Decision, 
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReviewTimeout)
 	v, err := e.cfg.Classifier.Review(rctx, in)
 	if err == nil && !v.Valid() {
-		err = &NoVerdictError{Reviewer: v.Reviewer, Kind: NoVerdictUnparseable, Err: fmt.Errorf("verdict %q is neither allow nor block", v.Kind)}
+		err = &NoVerdictError{Reviewer: v.Reviewer, Kind: NoVerdictUnparseable, Err: fmt.Errorf("verdict %q is not allow, block or unproven", v.Kind)}
 	}
 	var nv *NoVerdictError
 	if err != nil {
@@ -449,6 +449,12 @@ func (e *Engine) review(ctx context.Context, x *evalCtx, d Decision) (Decision, 
 		return e.human(x, d), nil
 	}
 	vv := v
+	if v.Kind == VerdictUnproven {
+		// Not a refusal: a person decides, and no counter changes.
+		d.Reason = Reason{Source: SourceClassifier, Code: CodeNotProvenSafe, Verdict: &vv,
+			Detail: "the automatic review could not prove it safe: " + v.Reason}
+		return e.human(x, d), nil
+	}
 	if v.Kind == VerdictAllow {
 		if err := e.countAllow(ctx, x); err != nil {
 			return Decision{}, err

@@ -32,8 +32,8 @@ func autoEngine(t testing.TB, st *sqlitestore.Store, c permission.Classifier) *p
 }
 
 const (
-	blocked = "rm -rf ~"   // riskreview blocks it
-	allowed = "make build" // riskreview allows it
+	blocked = "rm -rf ~"      // riskreview blocks it
+	allowed = "go test ./..." // riskreview proves it safe
 )
 
 type step struct {

@@ -25,8 +25,10 @@ const (
 	ModeAcceptEdits Mode = "acceptEdits"
 	// ModeAuto: like default, but a call no rule decides is reviewed by the
 	// Classifier instead of asked: its allow verdict allows, its block
-	// verdict denies (and counts towards the refusal fallback). Read-only
-	// file tools inside the project scope are allowed without review.
+	// verdict denies (and counts towards the refusal fallback), its
+	// unproven verdict asks (denies when noninteractive) and counts
+	// nothing. Read-only file tools inside the project scope are allowed
+	// without review.
 	ModeAuto Mode = "auto"
 	// ModeDontAsk: like default, but nothing is ever asked: every call that
 	// no rule, grant or read-only default allows is denied, ask rules

@@ -161,7 +161,7 @@ func TestRevalidateClassifierAllow(t *testing.T) {
 		return riskreview.New().Review(ctx, in)
 	})
 	e := autoEngine(t, openStore(t), c)
-	req := permission.Request{Trusted: trusted(true), Call: bashCall("make build"), Policy: policy(t, "v1", permission.ModeAuto)}
+	req := permission.Request{Trusted: trusted(true), Call: bashCall("go build ./..."), Policy: policy(t, "v1", permission.ModeAuto)}
 	d, err := e.Decide(ctx, req)
 	if err != nil || d.Permission != allow || d.Reason.Source != permission.SourceClassifier {
 		t.Fatalf("%+v %v", d, err)

@@ -10,7 +10,8 @@ import (
 )
 
 // Classifier is an automatic reviewer (auto mode). It judges one complete
-// operation in its trusted context and answers allow or block.
+// operation in its trusted context and answers allow, block, or unproven
+// (it could not show the call is safe, and a person must decide).
 //
 // A reviewer that cannot answer (timeout, cancellation, provider failure,
 // an answer it cannot parse) returns an error, preferably a
@@ -58,21 +59,34 @@ type VerdictKind string
 const (
 	VerdictAllow VerdictKind = "allow"
 	VerdictBlock VerdictKind = "block"
+	// VerdictUnproven: the reviewer could not show the call is safe (the
+	// built-in reviewer without a model, for anything outside its
+	// known-safe analysis). It is not a refusal: like a missing verdict it
+	// asks an interactive owner (denies otherwise) with CodeNotProvenSafe,
+	// and it changes no refusal counter.
+	VerdictUnproven VerdictKind = "unproven"
 )
+
+// CodeNotProvenSafe: auto mode's reviewer could not prove the call safe
+// (VerdictUnproven); the Verdict's Reason says what was not proven and why.
+const CodeNotProvenSafe Code = "not_proven_safe"
 
 // Verdict is a classifier's risk verdict.
 type Verdict struct {
 	Kind VerdictKind `json:"kind"`
 	// Category names the risk found ("destructive", "credential_read",
-	// "download_exec", ...); empty for allow.
+	// "download_exec", ...; "not_proven_safe" for unproven); empty for
+	// allow.
 	Category string `json:"category,omitempty"`
 	Reason   string `json:"reason"`
 	// Reviewer names the classifier ("riskreview", "bedrock:<model>").
 	Reviewer string `json:"reviewer,omitempty"`
 }
 
-// Valid reports whether the verdict is a boolean answer.
-func (v Verdict) Valid() bool { return v.Kind == VerdictAllow || v.Kind == VerdictBlock }
+// Valid reports whether the verdict is one of the three answers.
+func (v Verdict) Valid() bool {
+	return v.Kind == VerdictAllow || v.Kind == VerdictBlock || v.Kind == VerdictUnproven
+}
 
 // NoVerdictKind says why a classifier gave no verdict.
 type NoVerdictKind string

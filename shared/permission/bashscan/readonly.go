@@ -51,7 +51,22 @@ func (c *Command) ReadOnly() bool {
 	case "find":
 		return !has("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls")
 	case "sort":
-		return !has("-o", "--output")
+		return !has("-o", "--output", "--compress-program")
+	case "rg":
+		// --pre and --hostname-bin run a program; -z runs decompressors.
+		if has("--pre", "--pre-glob", "--hostname-bin", "--search-zip") {
+			return false
+		}
+		for _, a := range args {
+			if a.Option() && !strings.HasPrefix(a.Text, "--") && strings.Contains(a.Text, "z") {
+				return false
+			}
+		}
+		return true
+	case "tree":
+		return !has("-o", "-R")
+	case "file":
+		return !has("-C", "--compile")
 	case "uniq":
 		return len(operands(args)) <= 1
 	case "date":
@@ -68,10 +83,13 @@ func gitReadOnlyArgs(args []Word) bool {
 	// Skip global options; -C and -c take values.
 	i := 0
 	for i < len(args) && args[i].Option() {
-		if args[i].Text == "-C" || args[i].Text == "-c" {
-			if args[i].Text == "-c" {
-				return false // -c sets configuration, e.g. core.pager to a command
-			}
+		t := args[i].Text
+		switch {
+		case t == "-c" || strings.HasPrefix(t, "-c") || strings.HasPrefix(t, "--config-env"):
+			return false // sets configuration, e.g. core.pager to a command
+		case t == "-p" || t == "--paginate" || strings.HasPrefix(t, "--exec-path="):
+			return false // starts a pager, or runs git's programs from elsewhere
+		case t == "-C":
 			i++
 		}
 		i++
@@ -83,8 +101,11 @@ func gitReadOnlyArgs(args []Word) bool {
 	rest := args[i+1:]
 	if gitReadOnly[sub] {
 		for _, a := range rest {
-			if strings.HasPrefix(a.Text, "--output") || a.Text == "--ext-diff" || strings.HasPrefix(a.Text, "--textconv") {
-				return false
+			t := a.Text
+			if strings.HasPrefix(t, "--output") || t == "--ext-diff" || strings.HasPrefix(t, "--textconv") ||
+				t == "--filters" || strings.HasPrefix(t, "--exec") || t == "--paginate" ||
+				strings.HasPrefix(t, "--open-files-in-pager") || strings.HasPrefix(t, "-O") {
+				return false // writes a file, or runs a program or a pager
 			}
 		}
 		return true

@@ -1,8 +1,10 @@
 // Package bedrockreview is an automatic reviewer (permission.Classifier)
 // backed by a model on Amazon Bedrock, called through the Converse API of
 // aws-sdk-go-v2/service/bedrockruntime. It is an adapter: the permission
-// engine does not import it, the service wires it instead of the default
-// deterministic reviewer (riskreview) when configured to.
+// engine does not import it; when configured, the service wires it behind
+// the built-in reviewer (riskreview.New(riskreview.WithModel(...))), which
+// still blocks known risks and allows proven-safe calls itself and sends
+// only the rest here.
 //
 // The request carries the complete call (never truncated; input over
 // permission.MaxReviewBytes is refused before any request is made) in two

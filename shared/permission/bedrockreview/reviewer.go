@@ -163,7 +163,9 @@ func (r *Reviewer) parse(out *bedrockruntime.ConverseOutput) (permission.Verdict
 		return permission.Verdict{}, errors.New("the answer has text after the verdict object")
 	}
 	v := permission.Verdict{Kind: permission.VerdictKind(a.Decision), Category: a.Category, Reason: a.Reason, Reviewer: r.name()}
-	if !v.Valid() {
+	if v.Kind != permission.VerdictAllow && v.Kind != permission.VerdictBlock {
+		// The model answers allow or block only; "unproven" is the
+		// built-in reviewer's answer, never the model's.
 		return permission.Verdict{}, fmt.Errorf("decision %q is neither allow nor block", a.Decision)
 	}
 	if strings.TrimSpace(a.Reason) == "" {

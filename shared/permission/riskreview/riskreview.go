@@ -28,18 +28,41 @@ const (
 	ComputedCommand     = "computed_command"
 )
 
+// NotProvenSafe is the category of an unproven verdict: the call is
+// outside the known-safe analysis (see doc.go), so a person (or the model
+// reviewer, WithModel) decides.
+const NotProvenSafe = "not_proven_safe"
+
 // Name is the reviewer's name in verdicts.
 const Name = "riskreview"
 
-// Reviewer is the deterministic risk reviewer.
-type Reviewer struct{}
+// Reviewer is the deterministic reviewer: it blocks known risks, allows
+// what its known-safe analysis proves safe, and hands everything else to
+// the model reviewer (WithModel) or, without one, answers unproven.
+type Reviewer struct {
+	model permission.Classifier
+}
+
+// Option configures a Reviewer.
+type Option func(*Reviewer)
+
+// WithModel sends the calls the known-safe analysis cannot prove safe to
+// m (the Bedrock reviewer); known risks are still blocked and proven-safe
+// calls still allowed without calling it. A nil m is no model.
+func WithModel(m permission.Classifier) Option { return func(r *Reviewer) { r.model = m } }
 
 // New returns the reviewer.
-func New() *Reviewer { return &Reviewer{} }
+func New(opts ...Option) *Reviewer {
+	r := &Reviewer{}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
 
 var _ permission.Classifier = (*Reviewer)(nil)
 
-// tempDirs may be written without leaving the project scope.
+// tempDirs may be read and written without leaving the project scope.
 var tempDirs = []string{"/tmp", "/var/tmp"}
 
 // finding is one risk found.
@@ -47,7 +70,9 @@ type finding struct {
 	category, reason string
 }
 
-// Review judges one call.
+// Review judges one call: a known risk is a block; a call the known-safe
+// analysis proves safe is an allow; anything else goes to the model, or
+// without one is VerdictUnproven with the reason it was not proven.
 func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permission.Verdict, error) {
 	if err := ctx.Err(); err != nil {
 		return permission.Verdict{}, permission.AsNoVerdict(ctx, Name, err)
@@ -65,8 +90,10 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 	}
 	rv := reviewer{scope: permission.NewScope(in.Trusted, in.AdditionalDirectories)}
 	var f *finding
+	var safe bool
+	var why string
 	switch in.Tool {
-	case "Bash":
+	case "Bash", "bash":
 		cmd, _ := args["command"].(string)
 		prog, err := bashscan.Analyze(cmd)
 		if err != nil {
@@ -77,16 +104,52 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 			}
 			return permission.Verdict{}, &permission.NoVerdictError{Reviewer: Name, Kind: kind, Err: err}
 		}
-		f = rv.bash(prog)
-	case "Read", "NotebookRead", "Grep", "Glob", "LS":
-		f = rv.fileRead(args)
-	case "Edit", "MultiEdit", "Write", "NotebookEdit":
-		f = rv.fileWrite(args)
+		if f = rv.bash(prog); f == nil {
+			safe, why = rv.safeBash(prog)
+		}
+	case "Read", "NotebookRead", "Grep", "Glob", "LS", "read_file":
+		if f = rv.fileRead(args); f == nil {
+			safe, why = rv.safeRead(in.Tool, args)
+		}
+	case "Edit", "MultiEdit", "Write", "NotebookEdit", "write_file", "edit_file":
+		if f = rv.fileWrite(args); f == nil {
+			safe, why = rv.safeWrite(args)
+		}
+	default:
+		why = fmt.Sprintf("%s is not a tool the known-safe analysis covers (only Bash and the file tools are analysed)", in.Tool)
 	}
 	if f != nil {
 		return permission.Verdict{Kind: permission.VerdictBlock, Category: f.category, Reason: f.reason, Reviewer: Name}, nil
 	}
-	return permission.Verdict{Kind: permission.VerdictAllow, Reason: "no known risk pattern", Reviewer: Name}, nil
+	if canonicalTool(in.Tool) != in.Tool {
+		// The engine's rules judge Bash, Read, Write and Edit by those
+		// names only: a rule written for Bash never sees a "bash" call, so
+		// an automatic allow (ours or the model's) could pass a deny rule
+		// meant for it. A person decides.
+		why = fmt.Sprintf("the %s spelling of the tool is not judged by the policy's rules (use %s)", in.Tool, canonicalTool(in.Tool))
+		return permission.Verdict{Kind: permission.VerdictUnproven, Category: NotProvenSafe, Reason: why, Reviewer: Name}, nil
+	}
+	if safe {
+		return permission.Verdict{Kind: permission.VerdictAllow, Reason: "proven safe by the known-safe analysis", Reviewer: Name}, nil
+	}
+	if r.model != nil {
+		return r.model.Review(ctx, in)
+	}
+	return permission.Verdict{Kind: permission.VerdictUnproven, Category: NotProvenSafe, Reason: why, Reviewer: Name}, nil
+}
+
+func canonicalTool(t string) string {
+	switch t {
+	case "bash":
+		return "Bash"
+	case "read_file":
+		return "Read"
+	case "write_file":
+		return "Write"
+	case "edit_file":
+		return "Edit"
+	}
+	return t
 }
 
 type reviewer struct {
@@ -96,9 +159,10 @@ type reviewer struct {
 // writable: inside the project scope, a temporary directory or a harmless
 // device.
 func (rv reviewer) writable(abs string) bool {
-	if rv.scope.Contains(abs) || bashscan.HarmlessDevice(abs) {
-		return true
-	}
+	return rv.scope.Contains(abs) || bashscan.HarmlessDevice(abs) || inTemp(abs)
+}
+
+func inTemp(abs string) bool {
 	for _, t := range tempDirs {
 		if abs == t || strings.HasPrefix(abs, t+"/") {
 			return true
