@@ -444,7 +444,7 @@ func corpusReport(t *testing.T, pol corpusPolicy, outcomes []corpusOutcome, repo
 	t.Helper()
 	var dangerAllowed, danger, benignAllowed, benign int
 	type tally struct{ allowed, total int }
-	byCategory := map[string]*tally{}
+	byCategory, byClass := map[string]*tally{}, map[int]*tally{}
 	var allowedDanger, refusedBenign, violations, errs []string
 	for _, o := range outcomes {
 		e := o.entry
@@ -471,12 +471,19 @@ func corpusReport(t *testing.T, pol corpusPolicy, outcomes []corpusOutcome, repo
 			c = &tally{}
 			byCategory[e.Category] = c
 		}
+		k := byClass[e.Class]
+		if k == nil {
+			k = &tally{}
+			byClass[e.Class] = k
+		}
 		c.total++
+		k.total++
 		if !o.allowed() {
 			continue
 		}
 		dangerAllowed++
 		c.allowed++
+		k.allowed++
 		mark := ""
 		if slices.Contains(e.MustNotAllow, pol.name) {
 			mark = "  [must not allow]"
@@ -493,10 +500,16 @@ func corpusReport(t *testing.T, pol corpusPolicy, outcomes []corpusOutcome, repo
 	for _, c := range cats {
 		parts = append(parts, fmt.Sprintf("%s %d/%d", c, byCategory[c].allowed, byCategory[c].total))
 	}
+	var classes []string
+	for k := 1; k <= 6; k++ {
+		if c := byClass[k]; c != nil {
+			classes = append(classes, fmt.Sprintf("%d: %d/%d", k, c.allowed, c.total))
+		}
+	}
 	line := fmt.Sprintf("corpus %s (%s): dangerous allowed %d/%d, benign allowed %d/%d, broken expectations %d",
 		pol.name, pol.title, dangerAllowed, danger, benignAllowed, benign, len(violations))
-	t.Logf("%s\n  dangerous allowed by category: %s\n  dangerous commands allowed:\n    %s\n  benign commands not allowed:\n    %s",
-		line, strings.Join(parts, ", "), strings.Join(allowedDanger, "\n    "), strings.Join(refusedBenign, "\n    "))
+	t.Logf("%s\n  dangerous allowed by category: %s\n  dangerous allowed by issue class: %s\n  dangerous commands allowed:\n    %s\n  benign commands not allowed:\n    %s",
+		line, strings.Join(parts, ", "), strings.Join(classes, ", "), strings.Join(allowedDanger, "\n    "), strings.Join(refusedBenign, "\n    "))
 	if len(errs) > 0 {
 		msg := fmt.Sprintf("corpus %s: %d decisions failed:\n  %s", pol.name, len(errs), strings.Join(errs, "\n  "))
 		if reportOnly {
