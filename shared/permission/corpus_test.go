@@ -309,7 +309,7 @@ func (w corpusWorld) expand(cmd string) string {
 // refusal counters in memory.
 func newCorpusEngine(t testing.TB, w corpusWorld) *permission.Engine {
 	t.Helper()
-	e, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: newMemCounters(),
+	e, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: newCorpusCounters(),
 		FS: permission.OSFS{}, ProtectedPaths: []string{filepath.Join(w.state, "state.db"), w.state}})
 	if err != nil {
 		t.Fatal(err)
@@ -317,20 +317,20 @@ func newCorpusEngine(t testing.TB, w corpusWorld) *permission.Engine {
 	return e
 }
 
-// memCounters is a CounterStore in memory with the store's semantics: each
+// corpusCounters is a CounterStore in memory with the store's semantics: each
 // (action, op) applies once (store.CounterMember), store.Counter.Apply
 // computes the change.
-type memCounters struct {
+type corpusCounters struct {
 	mu      sync.Mutex
 	counts  map[store.CounterKey]store.Counter
 	members map[store.CounterKey]map[string]bool
 }
 
-func newMemCounters() *memCounters {
-	return &memCounters{counts: map[store.CounterKey]store.Counter{}, members: map[store.CounterKey]map[string]bool{}}
+func newCorpusCounters() *corpusCounters {
+	return &corpusCounters{counts: map[store.CounterKey]store.Counter{}, members: map[store.CounterKey]map[string]bool{}}
 }
 
-func (m *memCounters) ApplyCounter(_ context.Context, key store.CounterKey, member string, op store.CounterOp) (store.Counter, bool, error) {
+func (m *corpusCounters) ApplyCounter(_ context.Context, key store.CounterKey, member string, op store.CounterOp) (store.Counter, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := store.CounterMember(op, member)
@@ -349,7 +349,7 @@ func (m *memCounters) ApplyCounter(_ context.Context, key store.CounterKey, memb
 	return c, true, nil
 }
 
-func (m *memCounters) GetCounter(_ context.Context, key store.CounterKey) (store.Counter, error) {
+func (m *corpusCounters) GetCounter(_ context.Context, key store.CounterKey) (store.Counter, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.counts[key], nil

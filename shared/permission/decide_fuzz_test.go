@@ -87,14 +87,14 @@ func FuzzDecideBash(f *testing.F) {
 		}
 		for i := range prog.Commands {
 			c := &prog.Commands[i]
-			if c.Kind == bashscan.KindSimple && len(c.Args) > 0 && mayBeDenied(c.Args[0]) {
+			if c.Kind == bashscan.KindSimple && len(c.Args) > 0 && fuzzNameMayBeDenied(c.Args[0]) {
 				t.Fatalf("Decide(%q) allowed %q, whose name %q may be a denied program", cmd, c.Text(), c.Args[0].Text)
 			}
 			for _, iv := range c.Invocations {
 				if iv.Script || len(iv.Words) == 0 {
 					continue
 				}
-				if w0 := iv.Words[0]; mayBeDenied(w0) {
+				if w0 := iv.Words[0]; fuzzNameMayBeDenied(w0) {
 					t.Fatalf("Decide(%q) allowed %q, which runs %q (via %q), maybe a denied program", cmd, c.Text(), w0.Text, iv.Wrapper)
 				}
 				switch iv.Name() {
@@ -106,10 +106,10 @@ func FuzzDecideBash(f *testing.F) {
 	})
 }
 
-// mayBeDenied: the command name w may run rm, curl or sudo although it is
-// not spelled so: it is computed, or a glob whose last path element may
-// match one of them (braces are taken to match anything).
-func mayBeDenied(w bashscan.Word) bool {
+// fuzzNameMayBeDenied: the command name w may run rm, curl or sudo
+// although it is not spelled so: it is computed, or a glob whose last path
+// element may match one of them (braces are taken to match anything).
+func fuzzNameMayBeDenied(w bashscan.Word) bool {
 	if !w.Static {
 		return true
 	}
