@@ -68,7 +68,8 @@ func mayRunTouch(p *bashscan.Program) bool {
 func TestBashRunsTheAnalysedProgram(t *testing.T) {
 	cases := []struct {
 		name, command string
-		// marker is created by bash; dashMarker by dash -c (documentation).
+		// marker is created by bash; dashMarker by dash -c (checked when
+		// dash is installed: the payload shows a real difference).
 		marker, dashMarker bool
 		// unparsable: the analysis refuses the text (never allowed) and
 		// bash runs nothing either.
@@ -119,8 +120,8 @@ func TestBashRunsTheAnalysedProgram(t *testing.T) {
 				cmd := exec.Command(sh, "-c", c.command)
 				cmd.Dir = dir
 				cmd.Run()
-				if got := exists(t, filepath.Join(dir, "m")); got != c.dashMarker {
-					t.Errorf("dash created the marker: %v, want %v (the case documents a difference)", got, c.dashMarker)
+				if c.dashMarker && !exists(t, filepath.Join(dir, "m")) {
+					t.Errorf("dash did not create the marker: the case no longer shows a difference")
 				}
 			}
 		})
