@@ -292,3 +292,40 @@ func TestFindBash(t *testing.T) {
 		})
 	}
 }
+
+// The command runs where the permission engine resolved its paths: the
+// workspace root. A cwd elsewhere is refused before anything runs.
+func TestBashRunsInTheWorkspaceRoot(t *testing.T) {
+	r := newRunner(t)
+	os.MkdirAll(filepath.Join(r.Workspace, "sub"), 0o755)
+	root, _ := filepath.EvalSymlinks(r.Workspace)
+	cases := []struct {
+		name, cwd string
+		ok        bool
+	}{
+		{name: "no cwd", cwd: "", ok: true},
+		{name: "dot", cwd: ".", ok: true},
+		{name: "the root, absolute", cwd: r.Workspace, ok: true},
+		{name: "a subdirectory", cwd: "sub"},
+		{name: "outside", cwd: ".."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(filepath.Join(r.Workspace, "m"))
+			args, _ := json.Marshal(map[string]any{"command": "pwd -P; touch m", "cwd": c.cwd})
+			res, err := r.Run(context.Background(), "Bash", args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.ok {
+				if res.ErrorCode != "invalid_arguments" || exists(t, filepath.Join(r.Workspace, "sub", "m")) {
+					t.Fatalf("cwd %q: %+v", c.cwd, res)
+				}
+				return
+			}
+			if res.Outcome != lifecycle.OutcomeSucceeded || strings.TrimSpace(res.Output) != root || !exists(t, filepath.Join(r.Workspace, "m")) {
+				t.Fatalf("cwd %q: %+v, want it run in %s", c.cwd, res, root)
+			}
+		})
+	}
+}

@@ -18,6 +18,10 @@
 // whole. Output is bounded; a background process that keeps the output
 // open is not waited for longer than OutputGrace after the shell ended.
 //
+// A Bash command runs in the workspace root, where the permission engine
+// resolves its relative paths; a cwd argument other than the root is
+// refused (the command itself may cd, which the engine follows).
+//
 // Path arguments are resolved inside the workspace; a path that escapes it
 // (.., an absolute path elsewhere, a symlink pointing out) is refused as
 // invalid arguments before anything runs. This package does not decide

@@ -144,13 +144,22 @@ func (r Runner) bash(ctx context.Context, args []byte) (actionflow.ToolResult, e
 	if a.Timeout > 0 {
 		timeout = time.Duration(a.Timeout) * time.Millisecond
 	}
-	dir := r.Workspace
+	// The command runs in the workspace root: that is where the permission
+	// engine resolves its relative paths (it does not read cwd), so a cwd
+	// elsewhere would run `cat .env` on a file the decision never judged.
+	// A cwd naming the root itself is accepted.
+	dir, p := r.resolve("cwd", ".")
+	if p != nil {
+		return invalid(*p), nil
+	}
 	if a.Cwd != "" {
 		d, p := r.resolve("cwd", a.Cwd)
 		if p != nil {
 			return invalid(*p), nil
 		}
-		dir = d
+		if d != dir {
+			return invalid(actionflow.FieldProblem{Field: "cwd", Problem: "commands run in the workspace root, where the permission engine resolves paths; start the command with cd DIR && instead"}), nil
+		}
 	}
 	sh, err := r.shell()
 	if err != nil {
