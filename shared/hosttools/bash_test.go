@@ -150,6 +150,7 @@ func TestBashEnvironmentCannotChangeTheProgram(t *testing.T) {
 		{name: "POSIXLY_CORRECT cannot turn aliases on", env: map[string]string{"POSIXLY_CORRECT": "1"}, command: "alias ls='touch m'\nls >/dev/null"},
 		{name: "SHELLOPTS cannot turn xtrace on (PS4 runs code)", env: map[string]string{"SHELLOPTS": "xtrace", "PS4": "$(touch %m)+ "}, command: "echo ok", wantOut: "ok\n"},
 		{name: "CDPATH cannot move cd out of the workspace", env: map[string]string{"CDPATH": "%d"}, command: "cd sub >/dev/null && touch m"},
+		{name: "OLDPWD cannot send cd - out of the workspace", env: map[string]string{"OLDPWD": "%d"}, command: "cd - >/dev/null && touch m"},
 		{name: "the host's token is not visible", env: map[string]string{"LIFECYCLE_TOKEN": "secret"}, command: `printf %s "${LIFECYCLE_TOKEN-unset}"`, wantOut: "unset"},
 		{name: "control: an ordinary variable passes", env: map[string]string{"HOSTTOOLS_TEST_VAR": "seen"}, command: `printf %s "$HOSTTOOLS_TEST_VAR"`, wantOut: "seen"},
 	}
@@ -172,8 +173,8 @@ func TestBashEnvironmentCannotChangeTheProgram(t *testing.T) {
 			if exists(t, marker) {
 				t.Fatalf("the environment changed the program: marker created (%+v)", res)
 			}
-			if exists(t, filepath.Join(outside, "sub", "m")) {
-				t.Fatalf("cd followed CDPATH out of the workspace (%+v)", res)
+			if exists(t, filepath.Join(outside, "sub", "m")) || exists(t, filepath.Join(outside, "m")) {
+				t.Fatalf("cd left the workspace (%+v)", res)
 			}
 			if c.wantOut != "" && res.Output != c.wantOut {
 				t.Fatalf("output %q, want %q", res.Output, c.wantOut)
@@ -183,7 +184,7 @@ func TestBashEnvironmentCannotChangeTheProgram(t *testing.T) {
 }
 
 func TestCommandEnv(t *testing.T) {
-	in := []string{"PATH=/usr/bin", "HOME=/home/a", "BASH_ENV=/x", "ENV=/x", "BASH_FUNC_ls%%=() { :; }", "SHELLOPTS=xtrace",
+	in := []string{"PATH=/usr/bin", "HOME=/home/a", "OLDPWD=/etc", "BASH_ENV=/x", "ENV=/x", "BASH_FUNC_ls%%=() { :; }", "SHELLOPTS=xtrace",
 		"BASHOPTS=expand_aliases", "POSIXLY_CORRECT=1", "CDPATH=/", "GLOBIGNORE=*", "PS4=$(x)", "PROMPT_COMMAND=x", "IFS=o",
 		"LIFECYCLE_TOKEN=t", "LIFECYCLE_API=http://x", "GOPATH=/go", "weird-name=1", "noequals", "_under=1"}
 	got := hosttools.CommandEnv(in)

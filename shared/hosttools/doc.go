@@ -10,7 +10,7 @@
 // that nothing but the command text decides what runs, the environment is
 // the process's minus what bash reads to run or parse anything else
 // (BASH_ENV, ENV, exported BASH_FUNC_* functions, SHELLOPTS, BASHOPTS,
-// POSIXLY_CORRECT, BASH_COMPAT, CDPATH, GLOBIGNORE, EXECIGNORE, IFS, the
+// POSIXLY_CORRECT, BASH_COMPAT, CDPATH, OLDPWD, GLOBIGNORE, EXECIGNORE, IFS, the
 // prompt variables, see CommandEnv) and minus the lifecycle's own
 // LIFECYCLE_* variables (the host worker's token); stdin is /dev/null; the
 // command runs in its own session (no controlling terminal, so nothing can

@@ -106,6 +106,7 @@ var strippedEnv = map[string]string{
 	"POSIXLY_CORRECT":     "POSIX mode (aliases expand in scripts, other parsing rules)",
 	"BASH_COMPAT":         "an older bash's behaviour",
 	"CDPATH":              "cd into a directory elsewhere than the analysed path",
+	"OLDPWD":              "where cd - goes (bash imports it; the analysis cannot know it)",
 	"GLOBIGNORE":          "changes what patterns expand to",
 	"EXECIGNORE":          "changes which program a name runs",
 	"BASH_LOADABLES_PATH": "where enable -f finds builtins",
