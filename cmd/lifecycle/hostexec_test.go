@@ -125,3 +125,28 @@ func TestParallelHostActionsAllRun(t *testing.T) {
 		t.Fatalf("each command must run exactly once; runs.log has %d lines: %v", len(lines), lines)
 	}
 }
+
+// The service's environment does not reach an allowed command through the
+// API path either: the host worker's credentials stay out, and a BASH_ENV
+// the service inherited does not run before the analysed command.
+func TestHostBashEnvironmentThroughAPI(t *testing.T) {
+	rc := filepath.Join(t.TempDir(), "rc")
+	marker := filepath.Join(t.TempDir(), "sourced")
+	if err := os.WriteFile(rc, []byte("touch "+marker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BASH_ENV", rc)
+	t.Setenv("LIFECYCLE_TOKEN", "host-worker-secret")
+	s := startServe(t)
+	s.setPolicy(t, `{"version":"env","allow":["Bash(printenv *)"]}`)
+	v := bashAction(t, s, s.session, "printenv LIFECYCLE_TOKEN")
+	if v.States.Permission != lifecycle.PermissionAllow || !v.States.Started || v.Receipt == nil {
+		t.Fatalf("states %+v", v.States)
+	}
+	if strings.Contains(v.Receipt.Output, "secret") || v.States.Outcome != lifecycle.OutcomeFailed {
+		t.Fatalf("the command saw the host's token: %+v", v.Receipt)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("BASH_ENV was sourced before the command")
+	}
+}
