@@ -203,27 +203,37 @@ func (s *Service) publishHostTask(ctx context.Context, in StepInput) (ToolResult
 	return ToolResult{}, nil
 }
 
-// HostTasks lists authorized tasks waiting for a host worker (optionally of one session).
+// HostTasks lists authorized tasks waiting for a host worker (optionally of
+// one session), oldest first. It reads the open-actions index page by page
+// until it has limit tasks: open actions that are not host tasks (pending
+// approvals, running or unknown actions) can be any number, and stopping
+// after the first page would hide every task published after them.
 func (s *Service) HostTasks(ctx context.Context, session ids.SessionID, limit int) ([]Action, error) {
-	page, err := s.cfg.Store.QueryIndex(ctx, store.IndexOpen, openActionsIndex, store.QueryOptions{Limit: 1000})
-	if err != nil {
-		return nil, fmt.Errorf("list host tasks: %w", err)
-	}
 	var out []Action
-	for _, it := range page.Items {
-		a, err := decodeAction(it)
+	after := ""
+	for {
+		page, err := s.cfg.Store.QueryIndex(ctx, store.IndexOpen, openActionsIndex, store.QueryOptions{After: after, Limit: 1000})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list host tasks: %w", err)
 		}
-		if a.Host == nil || a.Start != nil || a.Closed != nil || (session != "" && a.SessionID != session) {
-			continue
+		for _, it := range page.Items {
+			a, err := decodeAction(it)
+			if err != nil {
+				return nil, err
+			}
+			if a.Host == nil || a.Start != nil || a.Closed != nil || (session != "" && a.SessionID != session) {
+				continue
+			}
+			out = append(out, a)
+			if limit > 0 && len(out) >= limit {
+				return out, nil
+			}
 		}
-		out = append(out, a)
-		if limit > 0 && len(out) >= limit {
-			break
+		if page.Next == "" {
+			return out, nil
 		}
+		after = page.Next
 	}
-	return out, nil
 }
 
 // HostStart claims a published host task for an attempt: attempt lease,

@@ -220,6 +220,10 @@ type ToolResult struct {
 	ResultRef    string `json:"result_ref,omitempty"`
 	ResultDigest string `json:"result_digest,omitempty"`
 	ExitCode     *int   `json:"exit_code,omitempty"`
+	// Shell is the shell that ran a host Bash command: its absolute path
+	// and version ("/usr/bin/bash 5.2.15(1)-release"), the dialect the
+	// permission engine analysed.
+	Shell string `json:"shell,omitempty"`
 	// Validation carries structured details of invalid arguments.
 	Validation []FieldProblem `json:"validation,omitempty"`
 }

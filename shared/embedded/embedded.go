@@ -42,6 +42,9 @@ type Config struct {
 	// Empty with NoHostWorker set: no host worker.
 	Workspace    string
 	NoHostWorker bool
+	// Bash is the bash the host worker runs Bash commands with (default
+	// "bash" in PATH; checked at Start).
+	Bash string
 	// Decider decides permissions. Either Decider or NewDecider is required.
 	Decider actionflow.Decider
 	// NewDecider builds the decider over the stack's own store (the
@@ -292,8 +295,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			return fail(fmt.Errorf("workspace: %w", err))
 		}
+		runner, err := hosttools.NewRunner(ws, cfg.Bash)
+		if err != nil {
+			return fail(err)
+		}
 		s.Host = &hostworker.Worker{Host: hostworker.Direct{Service: s.Service, Wake: s.hostWake},
-			Runner: hosttools.Runner{Workspace: ws}, Log: cfg.Logger, Poll: 2 * time.Second}
+			Runner: runner, Log: cfg.Logger, Poll: 2 * time.Second}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -1,7 +1,26 @@
 // Package hosttools implements the tools a host worker runs on the agent's
-// machine, confined to one workspace directory: Bash (sh -c with a timeout
-// and bounded output, working directory inside the workspace), Read, Write
-// and Edit (also under the names read_file, write_file, edit_file).
+// machine, confined to one workspace directory: Bash, Read, Write and Edit
+// (also under the names read_file, write_file, edit_file).
+//
+// Bash runs the command in bash (`<bash> --noprofile --norc -c <command>`),
+// the dialect the permission engine analyses (mvdan.cc/sh LangBash), never
+// /bin/sh: under dash, `ls &>/dev/null rm -rf ~` would run rm. The bash is
+// resolved once to an absolute path and checked to be bash 4 or later
+// (NewRunner, FindBash); every result records it (ToolResult.Shell). So
+// that nothing but the command text decides what runs, the environment is
+// the process's minus what bash reads to run or parse anything else
+// (BASH_ENV, ENV, exported BASH_FUNC_* functions, SHELLOPTS, BASHOPTS,
+// POSIXLY_CORRECT, BASH_COMPAT, CDPATH, OLDPWD, GLOBIGNORE, EXECIGNORE, IFS, the
+// prompt variables, see CommandEnv) and minus the lifecycle's own
+// LIFECYCLE_* variables (the host worker's token); stdin is /dev/null; the
+// command runs in its own session (no controlling terminal, so nothing can
+// prompt on /dev/tty) and process group, which a timeout or cancel kills
+// whole. Output is bounded; a background process that keeps the output
+// open is not waited for longer than OutputGrace after the shell ended.
+//
+// A Bash command runs in the workspace root, where the permission engine
+// resolves its relative paths; a cwd argument other than the root is
+// refused (the command itself may cd, which the engine follows).
 //
 // Path arguments are resolved inside the workspace; a path that escapes it
 // (.., an absolute path elsewhere, a symlink pointing out) is refused as

@@ -10,11 +10,10 @@ import (
 // with input schemas matching the arguments it reads. The API filters them
 // against a session's live rules (permission.VisibleTools) for GET /v1/tools.
 var Specs = []permission.ToolSpec{
-	{Name: "Bash", Description: "Run a shell command in the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{` +
+	{Name: "Bash", Description: "Run a bash command in the workspace (bash --noprofile --norc -c; no terminal, no input).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{` +
 		`"command":{"type":"string","description":"The command; the whole program is reviewed."},` +
 		`"description":{"type":"string","description":"What it does, for people (not part of its identity)."},` +
-		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."},` +
-		`"cwd":{"type":"string","description":"Working directory inside the workspace."}}}`)},
+		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."}}}`)},
 	{Name: "Read", Description: "Read a file of the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path"],"properties":{` +
 		`"file_path":{"type":"string"}}}`)},
 	{Name: "Write", Description: "Write a file of the workspace (replacing it).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path","content"],"properties":{` +

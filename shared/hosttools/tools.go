@@ -23,11 +23,18 @@ const (
 	MaxBashTimeout     = 10 * time.Minute
 	MaxOutputBytes     = 256 << 10 // output kept per call; the rest is cut
 	MaxFileBytes       = 8 << 20
+	// OutputGrace is how long a Bash call waits, after its shell ended or
+	// was killed, for processes it left behind to close its output.
+	OutputGrace = 2 * time.Second
 )
 
 // Runner runs host tools in one workspace.
 type Runner struct {
 	Workspace string
+	// Shell is the bash that runs Bash commands (NewRunner resolves and
+	// checks it at start-up). Zero: "bash" in PATH, resolved once per
+	// process on first use.
+	Shell Shell
 }
 
 // Invalid is a structured invalid-arguments result: nothing ran.
@@ -137,42 +144,77 @@ func (r Runner) bash(ctx context.Context, args []byte) (actionflow.ToolResult, e
 	if a.Timeout > 0 {
 		timeout = time.Duration(a.Timeout) * time.Millisecond
 	}
-	dir := r.Workspace
+	// The command runs in the workspace root: that is where the permission
+	// engine resolves its relative paths (it does not read cwd), so a cwd
+	// elsewhere would run `cat .env` on a file the decision never judged.
+	// A cwd naming the root itself is accepted.
+	dir, p := r.resolve("cwd", ".")
+	if p != nil {
+		return invalid(*p), nil
+	}
 	if a.Cwd != "" {
 		d, p := r.resolve("cwd", a.Cwd)
 		if p != nil {
 			return invalid(*p), nil
 		}
-		dir = d
+		if d != dir {
+			return invalid(actionflow.FieldProblem{Field: "cwd", Problem: "commands run in the workspace root, where the permission engine resolves paths; start the command with cd DIR && instead"}), nil
+		}
+	}
+	sh, err := r.shell()
+	if err != nil {
+		// Nothing ran: without bash the command cannot run as analysed.
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "shell_unavailable", Error: err.Error()}, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "/bin/sh", "-c", a.Command)
+	// The program the permission engine analysed (bash dialect) is the one
+	// that runs: bash itself, no startup files, and an environment without
+	// the variables that make bash run or parse anything else (CommandEnv).
+	cmd := exec.CommandContext(cctx, sh.Path, append(append([]string{}, BashArgs...), a.Command)...)
 	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = CommandEnv(nil)
+	cmd.Stdin = nil // /dev/null: nothing to read, no prompt to answer
+	// Its own session: no controlling terminal (a program cannot prompt on
+	// /dev/tty), and one process group a timeout or cancel kills whole.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process that left the group (setsid) or a background job may hold
+	// the output open after the shell ended or was killed: stop waiting
+	// for it after OutputGrace.
+	cmd.WaitDelay = OutputGrace
 	var out boundedBuffer
 	out.limit = MaxOutputBytes
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	res := actionflow.ToolResult{Output: out.String(), Truncated: out.cut}
-	code := cmd.ProcessState.ExitCode()
+	if err := cmd.Start(); err != nil {
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "shell_unavailable",
+			Error: fmt.Sprintf("start %s: %v", sh.Path, err)}, nil
+	}
+	err = cmd.Wait()
+	res := actionflow.ToolResult{Output: out.String(), Truncated: out.cut, Shell: sh.String()}
 	if cmd.ProcessState != nil {
+		code := cmd.ProcessState.ExitCode()
 		res.ExitCode = &code
 	}
 	switch {
+	case ctx.Err() != nil:
+		// The caller's context ended (shutdown, or its own deadline): not
+		// the command's timeout, and the outcome is the caller's to judge.
+		return res, fmt.Errorf("bash cancelled while running: %w", ctx.Err())
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		res.Outcome, res.ErrorCode, res.Error = lifecycle.OutcomeFailed, "timeout", fmt.Sprintf("killed after %s", timeout)
-	case ctx.Err() != nil:
-		return res, fmt.Errorf("bash cancelled while running: %w", ctx.Err())
 	case err == nil:
 		res.Outcome = lifecycle.OutcomeSucceeded
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The shell exited 0; something it started kept the output open.
+		res.Outcome = lifecycle.OutcomeSucceeded
+		res.Output += fmt.Sprintf("\n[output still open %s after the command ended (a background process?); not captured further]\n", OutputGrace)
 	default:
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			return res, fmt.Errorf("run bash: %w", err)
 		}
-		res.Outcome, res.ErrorCode, res.Error = lifecycle.OutcomeFailed, fmt.Sprintf("exit_%d", code), err.Error()
+		res.Outcome, res.ErrorCode, res.Error = lifecycle.OutcomeFailed, fmt.Sprintf("exit_%d", *res.ExitCode), err.Error()
 	}
 	return res, nil
 }

@@ -3,7 +3,15 @@
 // lifecycle writes start evidence immediately before the tool runs), runs it
 // with hosttools, and posts the result as the attempt that owns it.
 //
+// Up to Parallel tasks run at once (default DefaultParallel, at most
+// MaxParallel). The loop takes a free slot, lists, and starts each task it
+// does not already run in its own goroutine, taking one more slot per task
+// while slots are free; the goroutine that ran a task frees its slot. The
+// loop itself never holds what it waits for, so a long command delays only
+// the tasks beyond the free slots, never the worker.
+//
 // It talks to the lifecycle through the Host interface: directly to the
 // service inside `lifecycle serve`, or over HTTP (`lifecycle host`). A claim
-// that loses (another worker started it) is skipped, never run twice.
+// that loses (another worker started it) is skipped, never run twice. Run
+// logs the shell that runs Bash commands when it starts.
 package hostworker

@@ -3,7 +3,9 @@ package hostworker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
@@ -29,11 +31,24 @@ type Worker struct {
 	Log    *slog.Logger
 	// Poll is the long-poll wait per listing (default 20s).
 	Poll time.Duration
-	// Parallel bounds concurrently running tasks (default 4).
+	// Parallel bounds concurrently running tasks (default DefaultParallel,
+	// at most MaxParallel).
 	Parallel int
 }
 
-// Run works until ctx is done.
+// Parallelism of a worker. A task holds its slot for as long as its tool
+// runs (a Bash call up to hosttools.MaxBashTimeout), so the default leaves
+// room for many long commands before a new task has to wait; the bound
+// keeps one worker from starting more processes than a machine can take.
+const (
+	DefaultParallel = 32
+	MaxParallel     = 256
+)
+
+// Run works until ctx is done: it lists published tasks whenever it has a
+// free slot and starts each new one in a goroutine, which frees its slot
+// when the task ends. The loop waits only for a free slot, a listing or
+// ctx, never for something only it could release.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.Log == nil {
 		w.Log = slog.Default()
@@ -41,59 +56,104 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Poll <= 0 {
 		w.Poll = 20 * time.Second
 	}
-	if w.Parallel <= 0 {
-		w.Parallel = 4
+	switch {
+	case w.Parallel <= 0:
+		w.Parallel = DefaultParallel
+	case w.Parallel > MaxParallel:
+		return fmt.Errorf("host worker: parallel %d is more than %d", w.Parallel, MaxParallel)
 	}
-	sem := make(chan struct{}, w.Parallel)
-	inflight := map[ids.ActionID]bool{}
-	done := make(chan ids.ActionID, w.Parallel)
+	if w.Runner.Shell.Path == "" {
+		sh, err := hosttools.FindBash("")
+		if err != nil {
+			return err
+		}
+		w.Runner.Shell = sh
+	}
+	w.Log.Info("host worker running", "workspace", w.Runner.Workspace, "shell", w.Runner.Shell.String(),
+		"shell_args", hosttools.BashArgs, "parallel", w.Parallel)
+	var (
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, w.Parallel)
+		// inflight: tasks this worker started and that have not ended. A
+		// listing can show a task between its start here and its claim.
+		mu       sync.Mutex
+		inflight = map[ids.ActionID]bool{}
+		// ended is signalled when a task ends.
+		ended = make(chan struct{}, 1)
+	)
+	defer wg.Wait()
+	start := func(id ids.ActionID) {
+		inflight[id] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.runOne(ctx, id)
+			mu.Lock()
+			delete(inflight, id)
+			mu.Unlock()
+			<-slots // the slot is freed by the task that held it
+			select {
+			case ended <- struct{}{}:
+			default:
+			}
+		}()
+	}
 	backoff := time.Duration(0)
 	for {
-		for drained := false; !drained; {
-			select {
-			case id := <-done:
-				delete(inflight, id)
-				<-sem
-			default:
-				drained = true
-			}
-		}
-		if ctx.Err() != nil {
-			for len(inflight) > 0 {
-				delete(inflight, <-done)
-			}
+		// A free slot before listing, so a task starts from a fresh
+		// listing. Only tasks free slots, never this loop's progress.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
 			return nil
 		}
 		tasks, err := w.Host.Tasks(ctx, w.Poll)
 		if err != nil {
+			<-slots
 			if ctx.Err() != nil {
-				continue
+				return nil
 			}
 			backoff = min(max(backoff*2, 200*time.Millisecond), 10*time.Second)
 			w.Log.Warn("host: listing tasks failed", "error", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
+				return nil
 			case <-time.After(backoff):
 			}
 			continue
 		}
 		backoff = 0
+		started := 0
+		mu.Lock()
+	listing:
 		for _, id := range tasks {
 			if inflight[id] {
 				continue
 			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
+			if started > 0 { // the first task takes the slot acquired above
+				select {
+				case slots <- struct{}{}:
+				default:
+					break listing // all slots busy: the rest waits for the next listing
+				}
 			}
-			if ctx.Err() != nil {
-				break
+			start(id)
+			started++
+		}
+		mu.Unlock()
+		if started == 0 {
+			<-slots
+			if len(tasks) > 0 {
+				// Everything listed is in flight here, its claim not yet
+				// visible: wait for a task to end or a moment, not spin.
+				t := time.NewTimer(250 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+				case <-ended:
+				case <-t.C:
+				}
+				t.Stop()
 			}
-			inflight[id] = true
-			go func(id ids.ActionID) {
-				defer func() { done <- id }()
-				w.runOne(ctx, id)
-			}(id)
 		}
 	}
 }

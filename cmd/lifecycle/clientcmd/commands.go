@@ -419,7 +419,7 @@ func policyCmd(o *options) *cobra.Command {
 }
 
 func hostCmd(o *options) *cobra.Command {
-	var workspace, session string
+	var workspace, session, bash string
 	var parallel int
 	var poll time.Duration
 	cmd := &cobra.Command{
@@ -440,16 +440,21 @@ func hostCmd(o *options) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			runner, err := hosttools.NewRunner(abs, bash)
+			if err != nil {
+				return err
+			}
 			log.Info("host worker started", "api", o.api, "workspace", abs)
 			w := &hostworker.Worker{Host: apiclient.Host{Client: c, Session: ids.SessionID(session)},
-				Runner: hosttools.Runner{Workspace: abs}, Log: log, Poll: poll, Parallel: parallel}
+				Runner: runner, Log: log, Poll: poll, Parallel: parallel}
 			return w.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&workspace, "workspace", ".", "directory the tools run in")
 	f.StringVar(&session, "session", "", "with an admin token: only this session's tasks")
-	f.IntVar(&parallel, "parallel", 4, "tasks run at once")
+	f.IntVar(&parallel, "parallel", hostworker.DefaultParallel, fmt.Sprintf("tasks run at once (at most %d)", hostworker.MaxParallel))
+	f.StringVar(&bash, "bash", "bash", "the bash that runs Bash commands (path or name in PATH; the dialect the permission engine analyses)")
 	f.DurationVar(&poll, "poll", 20*time.Second, "long-poll wait per listing")
 	return o.setup(cmd, false)
 }
