@@ -155,9 +155,14 @@ func (s *Sweeper) shutdownOne(ctx context.Context, attempt ids.AttemptID, exec i
 			rep.Did = "skipped"
 			return rep
 		}
-		intent := actionflow.RestartIntent{Reason: "shutdown", At: s.cfg.Flow.Now(), Window: s.cfg.Window.String(),
+		w, err := s.windowOf(ctx, e.SessionID)
+		if err != nil {
+			rep.Error = err.Error()
+			return rep
+		}
+		intent := actionflow.RestartIntent{Reason: "shutdown", At: s.cfg.Flow.Now(), Window: w.String(),
 			CheckpointVersion: ck.Version, Attempt: attempt}
-		intent.Deadline = s.cfg.Window.Deadline(intent.At)
+		intent.Deadline = w.Deadline(intent.At)
 		if e.Restart != nil && e.Restart.CheckpointVersion == ck.Version {
 			intent = keep(*e.Restart) // no progress since: the deadline is not extended
 			intent.Attempt = attempt
@@ -277,8 +282,12 @@ func (s *Sweeper) decide(ctx context.Context, e actionflow.Execution, ck actionf
 		// that is not new progress of a resumed owner.
 		intent = *e.Restart
 	} else {
+		w, err := s.windowOf(ctx, e.SessionID)
+		if err != nil {
+			return intent, false, err
+		}
 		at := lastActivity(e, ck)
-		intent = actionflow.RestartIntent{Reason: "abandoned", At: at, Window: s.cfg.Window.String(), Deadline: s.cfg.Window.Deadline(at),
+		intent = actionflow.RestartIntent{Reason: "abandoned", At: at, Window: w.String(), Deadline: w.Deadline(at),
 			CheckpointVersion: ck.Version, Attempt: e.Attempt}
 	}
 	blocker, err := s.blocker(ctx, e, ck, intent, open)

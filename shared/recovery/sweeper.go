@@ -19,8 +19,12 @@ type Config struct {
 	Flow     *actionflow.Service
 	Control  *control.Service
 	Machines Machines
-	// Window is the restart window of new interruptions (default unlimited).
+	// Window is the restart window of new interruptions of sessions that
+	// set none of their own (default unlimited).
 	Window Window
+	// Windows, if set, gives each session's own restart window, which
+	// decides over Window for that session's executions.
+	Windows Windows
 	// Revision is the runtime's revision; an execution of another revision
 	// continues automatically only if Compatible says so.
 	Revision   ids.RevisionID
