@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
@@ -36,6 +37,11 @@ type Config struct {
 type Sweeper struct {
 	cfg Config
 	log *slog.Logger
+	// attempt is the process's attempt once Startup ran (the embedded
+	// stack): its sweeps decide restarts under the same attempt, so their
+	// command ids follow start-up's. Without one (AWS), each sweep is an
+	// attempt of its own.
+	attempt atomic.Value // ids.AttemptID
 }
 
 // New builds a Sweeper.
@@ -132,7 +138,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 		}
 		after = next
 	}
-	ers, err := s.sweepExecutions(ctx, ids.NewAttemptID())
+	attempt, _ := s.attempt.Load().(ids.AttemptID)
+	if attempt == "" {
+		attempt = ids.NewAttemptID()
+	}
+	ers, err := s.sweepExecutions(ctx, attempt)
 	rep.Executions = ers
 	note(err)
 	for _, er := range ers {
