@@ -55,7 +55,7 @@ from what it stored.`,
 	f.StringVar(&o.stateDir, "state-dir", clientcmd.EnvOr("LIFECYCLE_STATE_DIR", clientcmd.DefaultStateDir), "durable state: state.db, blobs, the token key (env LIFECYCLE_STATE_DIR)")
 	f.StringVar(&o.workspace, "workspace", "workspace", "directory the host worker runs tools in")
 	f.StringVar(&o.session, "session", "ses_local", "session of the printed human token")
-	f.StringVar(&o.restartWindow, "restart-window", "-1", "automatic continuation after an interruption: -1 unlimited, 0 off, or a duration (2h)")
+	f.StringVar(&o.restartWindow, "restart-window", "-1", "automatic continuation after an interruption, for sessions whose policy sets no restart_window_seconds: -1 unlimited, 0 off, or a duration (2h)")
 	f.DurationVar(&o.sweep, "sweep-interval", time.Minute, "recovery sweep period (the EventBridge schedule's stand-in)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
@@ -103,7 +103,8 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	es, err := embedded.Start(ctx, embedded.Config{
 		StateDir: o.stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
 		NewDecider: func(st store.Store) (actionflow.Decider, error) {
-			policies = policystore.New(st, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)))
+			policies = policystore.New(st, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)),
+				policystore.WithRestartDefault(window.Seconds()))
 			live = policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy}
 			eng, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: st, FS: permission.OSFS{},
 				// The model must never write the service's own state.

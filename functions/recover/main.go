@@ -11,6 +11,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/awsstack"
 	"github.com/openprogram/lifecycle/shared/control"
+	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/recovery/recoverfn"
 )
@@ -22,7 +23,8 @@ func main() {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
-	sw, err := recovery.New(recovery.Config{Flow: d.Service, Control: ctl, Machines: d.SFN, Logger: d.Logger})
+	sw, err := recovery.New(recovery.Config{Flow: d.Service, Control: ctl, Machines: d.SFN,
+		Windows: policystore.New(d.Service.Store(), nil), Logger: d.Logger})
 	if err != nil {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)

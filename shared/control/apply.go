@@ -29,6 +29,9 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 		next, reason := systemTransition(e, r)
 		return next, "", reason, nil
 	}
+	if r.Type == Cancel && cancelInEffect(e) {
+		return nil, "", "", nil // already applied: cancellation takes precedence, not a refusal
+	}
 	if err := Check(e, r.Type); err != nil {
 		var ue *UnsupportedError
 		if errors.As(err, &ue) {

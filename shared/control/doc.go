@@ -53,8 +53,16 @@
 // machine mid-dispatch would turn a result about to be known into unknown,
 // so StopExecution is never used); once every action has a receipt the
 // execution is cancelled. Cancellation takes precedence: it is applied
-// first, is never rejected for a moved version, and every other control is
-// refused on a cancelling execution. Pause, Continue, Step and Steer are
+// first, and it is never refused because another command moved the
+// version: a Cancel is saved against the version it finds (re-read after a
+// lost race), so it never gets a *StaleVersionError, and on an execution
+// already cancelling or cancelled it is applied as already in effect
+// (result version = the current one). Every other control is refused on a
+// cancelling execution, and a stale one still gets *StaleVersionError.
+// Submit keeps trying the lease briefly when another activation holds it,
+// and ApplyPending looks for accepted commands again after releasing the
+// lease, so a command saved while the owner was finishing is not left
+// waiting for the sweeper. Pause, Continue, Step and Steer are
 // rejected at application when the execution moved past their expected
 // version. Fork/Retry create an independent child execution (id derived
 // from source and command id, so re-applying finds it; same session, run

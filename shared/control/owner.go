@@ -64,17 +64,37 @@ func (s *Service) Release(ctx context.Context, o Owner) {
 // ApplyPending takes the execution's lease as a fresh attempt, applies its
 // accepted commands and releases the lease. When another attempt owns the
 // execution it returns (nil, nil): the owner applies them.
+//
+// After releasing, it looks once more for accepted commands and, if there
+// are any, goes round again: a sender that saved a command while this
+// attempt held the lease found the lease taken and left the command to
+// the owner, and the owner may have listed the pending commands before
+// that save.
 func (s *Service) ApplyPending(ctx context.Context, exec ids.ExecutionID) ([]Record, error) {
-	o, err := s.Acquire(ctx, exec, ids.NewAttemptID())
-	if errors.Is(err, ErrOwned) {
-		return nil, nil
+	var done []Record
+	for round := 0; ; round++ {
+		o, err := s.Acquire(ctx, exec, ids.NewAttemptID())
+		if errors.Is(err, ErrOwned) {
+			return done, nil
+		}
+		if err != nil {
+			return done, err
+		}
+		got, err := s.ApplyOwned(ctx, o)
+		s.Release(context.WithoutCancel(ctx), o)
+		done = append(done, got...)
+		if err != nil {
+			return done, err
+		}
+		left, err := s.pending(ctx, exec)
+		if err != nil || len(left) == 0 || round >= maxApplyRounds {
+			return done, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer s.Release(context.WithoutCancel(ctx), o)
-	return s.ApplyOwned(ctx, o)
 }
+
+// maxApplyRounds bounds ApplyPending's rounds under a stream of commands.
+const maxApplyRounds = 8
 
 // ApplyOwned applies the execution's accepted commands as owner o:
 // cancellations first, then in acceptance order.
@@ -118,6 +138,11 @@ func (s *Service) apply(ctx context.Context, o Owner, r Record) (Record, error) 
 		if reason != "" {
 			return s.complete(ctx, e, r, StatusRejected, reason, 0, "")
 		}
+		if next == nil && r.Type == Cancel {
+			// Already cancelling or cancelled: applied at the version it
+			// found, and the cancellation's effects are carried on.
+			return s.finish(ctx, o, e, r, e.Version)
+		}
 		if next == nil { // Fork/Retry: the source is not written
 			return s.complete(ctx, e, r, StatusApplied, "", e.Version, child)
 		}
@@ -133,7 +158,7 @@ func (s *Service) apply(ctx context.Context, o Owner, r Record) (Record, error) 
 			// (another applier got there first), completion is idempotent;
 			// anything else is decided again against the new state, which
 			// rejects a stale command and lets a cancellation through.
-			if i < 3 {
+			if i < 3 || (r.Type == Cancel && i < maxCancelRaces) {
 				continue
 			}
 		}

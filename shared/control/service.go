@@ -200,16 +200,40 @@ func (s *Service) Submit(ctx context.Context, exec ids.ExecutionID, cmd Command,
 	if err != nil || rec.Status != StatusAccepted {
 		return rec, err
 	}
-	if _, err := s.ApplyPending(ctx, exec); err != nil {
-		if !lostOwnership(err) {
-			return rec, err
+	// Apply as the owner. When another activation holds the lease it may
+	// have listed the pending commands before this one was saved, so the
+	// lease is tried again for a short while (an activation of the command
+	// service or of recovery is brief); after that the record stays
+	// accepted and the owner, or the sweeper, applies it.
+	wait := time.Millisecond
+	deadline := time.Now().Add(ownedWait)
+	for {
+		if _, err := s.ApplyPending(ctx, exec); err != nil {
+			if !lostOwnership(err) {
+				return rec, err
+			}
+			// Another attempt took the execution over meanwhile; it applies
+			// the saved command.
+			s.log.Info("command accepted; the new owner applies it", "execution_id", exec, "command_id", cmd.ID, "error", err)
 		}
-		// Another attempt took the execution over meanwhile; it applies
-		// the saved command.
-		s.log.Info("command accepted; the new owner applies it", "execution_id", exec, "command_id", cmd.ID, "error", err)
+		got, err := s.getRecord(ctx, exec, cmd.ID)
+		if err != nil || got.Status != StatusAccepted || !time.Now().Before(deadline) {
+			return got, err
+		}
+		select {
+		case <-ctx.Done():
+			return got, nil
+		case <-time.After(wait):
+		}
+		if wait < 32*time.Millisecond {
+			wait *= 2
+		}
 	}
-	return s.getRecord(ctx, exec, cmd.ID)
 }
+
+// ownedWait is how long Submit keeps trying to apply a command saved
+// while another activation held the execution's lease.
+const ownedWait = 500 * time.Millisecond
 
 func lostOwnership(err error) bool {
 	return errors.As(err, new(*store.LeaseLostError)) || errors.As(err, new(*store.FenceError)) || errors.Is(err, ErrOwned)
@@ -241,34 +265,69 @@ func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command,
 	} else if !errors.As(err, new(*actionflow.NotFoundError)) {
 		return Record{}, err
 	}
-	if e.Version != cmd.ExpectedVersion {
-		return Record{}, &StaleVersionError{ExecutionID: exec, Expected: cmd.ExpectedVersion, Actual: e.Version}
-	}
-	if err := Check(e, cmd.Type); err != nil {
-		return Record{}, err
-	}
-	if err := s.checkSavedPoint(ctx, e, cmd); err != nil {
-		return Record{}, err
-	}
 	rec := Record{ExecutionID: exec, CommandID: cmd.ID, Type: cmd.Type, ExpectedVersion: cmd.ExpectedVersion,
 		Payload: cmd.Payload, BodyDigest: digest, Status: StatusAccepted, Principal: by, AcceptedAt: s.flow.Now(), Version: 1}
-	err = s.st.PutOnceIfVersion(ctx, commandItem(rec), metaKey(exec), cmd.ExpectedVersion)
-	var ce *store.ConflictError
-	var vc *store.VersionConflictError
-	switch {
-	case errors.As(err, &ce):
-		stored, derr := decodeRecord(ce.Existing)
-		if derr != nil {
-			return Record{}, derr
+	// A Cancel is never refused because another command moved the
+	// version (cancellation takes precedence): it is saved against the
+	// version it finds, re-read after each lost race. Every other command
+	// is saved only against the version its sender saw.
+	for race := 0; ; race++ {
+		guard := cmd.ExpectedVersion
+		if cmd.Type == Cancel {
+			guard = e.Version
+			if !cancelInEffect(e) {
+				if err := Check(e, cmd.Type); err != nil {
+					return Record{}, err
+				}
+			}
+		} else {
+			if e.Version != cmd.ExpectedVersion {
+				return Record{}, &StaleVersionError{ExecutionID: exec, Expected: cmd.ExpectedVersion, Actual: e.Version}
+			}
+			if err := Check(e, cmd.Type); err != nil {
+				return Record{}, err
+			}
+			if err := s.checkSavedPoint(ctx, e, cmd); err != nil {
+				return Record{}, err
+			}
 		}
-		return same(stored)
-	case errors.As(err, &vc):
-		return Record{}, &StaleVersionError{ExecutionID: exec, Expected: cmd.ExpectedVersion, Actual: vc.Actual}
-	case err != nil:
-		return Record{}, fmt.Errorf("save command %s: %w", cmd.ID, err)
+		err = s.st.PutOnceIfVersion(ctx, commandItem(rec), metaKey(exec), guard)
+		var ce *store.ConflictError
+		var vc *store.VersionConflictError
+		switch {
+		case errors.As(err, &ce):
+			stored, derr := decodeRecord(ce.Existing)
+			if derr != nil {
+				return Record{}, derr
+			}
+			return same(stored)
+		case errors.As(err, &vc) && cmd.Type == Cancel && race < maxCancelRaces:
+			if e, err = s.flow.GetExecution(ctx, exec); err != nil {
+				return Record{}, err
+			}
+			continue
+		case errors.As(err, &vc):
+			return Record{}, &StaleVersionError{ExecutionID: exec, Expected: cmd.ExpectedVersion, Actual: vc.Actual}
+		case err != nil:
+			return Record{}, fmt.Errorf("save command %s: %w", cmd.ID, err)
+		}
+		s.event(ctx, e, "command.accepted", rec)
+		return rec, nil
 	}
-	s.event(ctx, e, "command.accepted", rec)
-	return rec, nil
+}
+
+// maxCancelRaces bounds how often a Cancel re-reads an execution that
+// other writers keep moving while it is being saved or applied. Every
+// other command moves the version at most once per application, so a
+// Cancel needs as many retries as commands can be applied in between;
+// the bound only stops a livelock.
+const maxCancelRaces = 64
+
+// cancelInEffect: a cancellation was already applied (the execution is
+// cancelling or cancelled). Another Cancel then applies as "already
+// applied" instead of being refused.
+func cancelInEffect(e actionflow.Execution) bool {
+	return e.Status == actionflow.ExecCancelling || e.Status == actionflow.ExecCancelled
 }
 
 // checkSavedPoint refuses a Fork/Retry from a saved point the execution

@@ -23,6 +23,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/hostworker"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
@@ -204,8 +205,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		ln.Close()
 		return fail(err)
 	}
+	// A session's own restart window (its policy's restart_window_seconds)
+	// decides for its executions; RestartWindow is the default.
 	if s.Recovery, err = recovery.New(recovery.Config{Flow: s.Service, Control: s.Control, Machines: s.SFNClient,
-		Window: cfg.RestartWindow, Logger: cfg.Logger}); err != nil {
+		Window: cfg.RestartWindow, Windows: policystore.New(s.Store, nil), Logger: cfg.Logger}); err != nil {
 		ln.Close()
 		return fail(err)
 	}

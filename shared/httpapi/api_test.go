@@ -238,8 +238,9 @@ func TestExecutionControlsAndCommands(t *testing.T) {
 	if !has(ev.Controls, "continue") || has(ev.Controls, "pause") {
 		t.Fatalf("paused execution advertises %v", ev.Controls)
 	}
-	// The version the pause was sent against is stale now.
-	r = send("cmd_2", "cancel", version)
+	// The version the pause was sent against is stale now: a non-cancel
+	// command made against it is refused (a cancel would not be).
+	r = send("cmd_2", "continue", version)
 	e := r.errorBody(t)
 	if cur, _ := e.Current.(map[string]any); r.status != 409 || e.Code != "stale_version" || cur["execution_version"] != float64(ev.Execution.Version) {
 		t.Fatalf("stale command: %d %s", r.status, r.body)

@@ -115,7 +115,14 @@ func TestCrossSessionAndCrossRoleRefused(t *testing.T) {
 				if got.status != http.StatusForbidden || got.errorBody(t).Code != "forbidden" {
 					t.Fatalf("%s %s: %d %s", r.method, r.path, got.status, got.body)
 				}
-				ev := onlyAudit(t, s.st.since(mark), "ses_1")
+				// A role without the capability is refused before the id
+				// is looked up, so its trace goes to the session the path
+				// names, or else to the caller's own.
+				auditIn := "ses_1"
+				if a.humanOnly && c.principal.Role == "agent" && !strings.Contains(a.req.path, "/sessions/") {
+					auditIn = string(c.principal.Session)
+				}
+				ev := onlyAudit(t, s.st.since(mark), auditIn)
 				var data struct {
 					Role         string `json:"role"`
 					TokenSession string `json:"token_session"`
@@ -196,5 +203,76 @@ func TestOwnersAndAdminAreAllowed(t *testing.T) {
 	r.decode(t, &l)
 	if r.status != 200 || len(l.Tasks) != 1 || l.Tasks[0].ActionID != v.hostTask.ActionID {
 		t.Fatalf("admin host tasks: %d %s", r.status, r.body)
+	}
+}
+
+// TestIDsCannotBeProbed (issue 11, point 6): on every route that names a
+// record by id, a caller outside the record's session gets the same answer
+// for an id that exists and one that does not (403, same code, same message
+// but for the id), so it cannot learn which ids exist; an agent deciding
+// an approval or sending a command is refused for its role, before any
+// lookup, with the same answer whatever the id.
+func TestIDsCannotBeProbed(t *testing.T) {
+	s := newStack(t)
+	v := seedVictim(t, s)
+	one := int64(1)
+	fakeAction := "act_01JZZZZZZZZZZZZZZZZZZZZZZZ"
+	fakeApproval := fakeAction + string(v.approval.ApprovalID)[len(v.action.ActionID):]
+	type probe struct {
+		route     string
+		humanOnly bool
+		make      func(id string) req
+		real      string
+		fake      string
+	}
+	probes := []probe{
+		{"GET /v1/actions/{action_id}", false, func(id string) req { return req{method: "GET", path: "/v1/actions/" + id} }, string(v.action.ActionID), fakeAction},
+		{"POST /v1/approvals/{approval_id}", true, func(id string) req {
+			return req{method: "POST", path: "/v1/approvals/" + id, body: httpapi.DecisionBody{Decision: "approve", Digest: v.approval.ArgsDigest}}
+		}, string(v.approval.ApprovalID), fakeApproval},
+		{"POST /v1/executions/{execution_id}/commands", true, func(id string) req {
+			return req{method: "POST", path: "/v1/executions/" + id + "/commands", body: httpapi.CommandBody{CommandID: "cmd_x", Type: "cancel", ExpectedVersion: &one}}
+		}, string(v.execution), "exe_01JZZZZZZZZZZZZZZZZZZZZZZZ"},
+		{"GET /v1/executions/{execution_id}", false, func(id string) req { return req{method: "GET", path: "/v1/executions/" + id} }, string(v.execution), "exe_01JZZZZZZZZZZZZZZZZZZZZZZZ"},
+		{"POST /v1/hosts/tasks/{action_id}/start", false, func(id string) req {
+			return req{method: "POST", path: "/v1/hosts/tasks/" + id + "/start", body: httpapi.HostStartBody{AttemptID: "att_evil"}}
+		}, string(v.hostTask.ActionID), fakeAction},
+		{"POST /v1/hosts/tasks/{action_id}/result", false, func(id string) req {
+			return req{method: "POST", path: "/v1/hosts/tasks/" + id + "/result", body: map[string]any{"attempt_id": "att_evil", "fence": 1, "result": map[string]any{"outcome": "succeeded"}}}
+		}, string(v.hostTask.ActionID), fakeAction},
+	}
+	callers := []struct {
+		name      string
+		token     string
+		humanOnly bool
+	}{
+		{"agent of another session", s.token(auth.RoleAgent, "ses_2"), false},
+		{"human of another session", s.token(auth.RoleHuman, "ses_2"), false},
+		{"the session's own agent on a human route", s.token(auth.RoleAgent, "ses_1"), true},
+	}
+	for _, c := range callers {
+		for _, p := range probes {
+			if c.humanOnly && !p.humanOnly {
+				continue
+			}
+			t.Run(c.name+"/"+p.route, func(t *testing.T) {
+				answer := func(id string) (int, httpapi.ErrorDetail) {
+					r := p.make(id)
+					r.token = c.token
+					got := s.do(r)
+					e := got.errorBody(t)
+					e.Message = strings.ReplaceAll(e.Message, id, "<id>")
+					return got.status, e
+				}
+				rs, re := answer(p.real)
+				fs, fe := answer(p.fake)
+				if rs != http.StatusForbidden || re.Code != "forbidden" {
+					t.Fatalf("existing id: %d %+v", rs, re)
+				}
+				if fs != rs || fe.Code != re.Code || fe.Message != re.Message || fe.Field != re.Field {
+					t.Fatalf("an existing and an unknown id are told apart: %d %+v / %d %+v", rs, re, fs, fe)
+				}
+			})
+		}
 	}
 }

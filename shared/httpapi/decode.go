@@ -18,7 +18,8 @@ const DefaultMaxBodyBytes = 256 << 10
 
 // decodeBody reads one JSON object into v: at most max bytes, no unknown
 // fields, no trailing data. Every failure is a 400 naming the field (or
-// "body" when the document itself is wrong).
+// "body" when the document itself is wrong), except a body over the
+// limit: 413 Payload Too Large, code body_too_large.
 func decodeBody(r *http.Request, max int64, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -49,7 +50,8 @@ func decodeError(err error, max int64) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &mbe):
-		return badRequest("body_too_large", "body", fmt.Sprintf("the request body is larger than the %d byte limit", max))
+		return &requestError{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Field: "body",
+			Msg: fmt.Sprintf("the request body is larger than the %d byte limit", max)}
 	case errors.Is(err, io.EOF):
 		return badRequest("malformed_json", "body", "the request body is empty; send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):

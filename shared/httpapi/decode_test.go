@@ -34,7 +34,7 @@ func TestMalformedRequestsNameTheField(t *testing.T) {
 		{"syntax error", submit(`{"tool" "noop"}`), 400, "malformed_json", "body"},
 		{"empty body", submit(``), 400, "malformed_json", "body"},
 		{"trailing data", submit(`{"tool":"noop","arguments":{},"tool_call_id":"c","interactive":true} {}`), 400, "malformed_json", "body"},
-		{"oversized body", submit(huge), 400, "body_too_large", "body"},
+		{"oversized body", submit(huge), 413, "body_too_large", "body"},
 		{"missing field", submit(`{"tool":"noop","arguments":{},"interactive":true}`), 400, "missing_field", "tool_call_id"},
 		{"missing interactive", submit(`{"tool":"noop","arguments":{},"tool_call_id":"c"}`), 400, "missing_field", "interactive"},
 		{"invalid id", submit(`{"tool":"noop","arguments":{},"tool_call_id":"c#1","interactive":true}`), 400, "invalid_field", "tool_call_id"},
@@ -74,7 +74,13 @@ func TestMalformedRequestsNameTheField(t *testing.T) {
 			}
 		})
 	}
-	if got := s.do(req{method: "GET", path: "/v1/actions/act_nothing", token: human}); got.status != http.StatusNotFound {
+	// An unknown id answers a session's principal like another session's
+	// id (403, so ids cannot be probed); an admin, who may read every
+	// session, is told it does not exist.
+	if got := s.do(req{method: "GET", path: "/v1/actions/act_nothing", token: human}); got.status != http.StatusForbidden {
 		t.Fatalf("unknown action: %d %s", got.status, got.body)
+	}
+	if got := s.do(req{method: "GET", path: "/v1/actions/act_nothing", token: s.token(auth.RoleAdmin, "")}); got.status != http.StatusNotFound {
+		t.Fatalf("unknown action, admin: %d %s", got.status, got.body)
 	}
 }

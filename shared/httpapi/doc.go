@@ -4,16 +4,23 @@
 // describes every route; a test validates real responses against it.
 //
 // Every /v1 request passes one gate (gate.go): authenticate (bearer token
-// locally, verified gateway claims in AWS), resolve the session the request
-// touches by reading (never writing) the addressed resource, then
-// auth.Authorize. A denial answers 403 and appends one "audit.denied" event
-// to the touched session's log — nothing else is written. Errors are
-// {"error":{"code","message","field"?,"current"?}} with their status,
-// mapped in one place (errors.go) from the lifecycle's typed errors.
+// locally, verified gateway claims in AWS), refuse a role without the
+// route's capability before anything is looked up (an agent deciding an
+// approval or sending a command), resolve the session the request touches
+// by reading (never writing) the addressed resource, then auth.Authorize.
+// A denial answers 403 and appends one "audit.denied" event to the touched
+// session's log (the caller's own when nothing was looked up or the id does
+// not exist) — nothing else is written. A non-admin naming an id outside
+// its token's session gets the same 403 whether the id exists or not, so
+// ids cannot be probed. Errors are {"error":{"code","message","field"?,
+// "current"?}} with their status, mapped in one place (errors.go) from the
+// lifecycle's typed errors; api/openapi.yaml lists every code (a test
+// compares that list with the codes in the source).
 //
-// Request bodies are limited (MaxBodyBytes, default 256 KiB), decoded
-// strictly (unknown fields, wrong types, malformed JSON and trailing data
-// are 400 naming the field) and fully validated before anything is written.
+// Request bodies are limited (MaxBodyBytes, default 256 KiB; over it: 413,
+// body_too_large), decoded strictly (unknown fields, wrong types, malformed
+// JSON and trailing data are 400 naming the field) and fully validated
+// before anything is written.
 //
 // Long polls (?wait=SECONDS, at most MaxWait, default 30 s) wake early on
 // the lifecycle's in-process notifications and otherwise re-read the store

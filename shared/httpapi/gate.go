@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/auth"
@@ -66,13 +67,37 @@ func (h *api) gate(rt route) http.Handler {
 			return
 		}
 		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		// A role without the capability is refused before anything is
+		// looked up: an agent deciding an approval or sending a command
+		// learns nothing about which ids exist.
+		if !auth.Can(p.Role, rt.need) {
+			err := auth.Authorize(p, rt.need, "")
+			h.audit(r, rt, p, target{Session: pathSessionOr(r, p.Session)}, err)
+			h.fail(w, r, err)
+			return
+		}
 		t, err := rt.scope(r, p)
+		kind, id := addressedID(r)
 		if err != nil {
+			if kind != "" && isNotFound(err) && p.Role != auth.RoleAdmin {
+				// An id that does not exist answers like an id of another
+				// session, so ids cannot be probed across sessions.
+				denied := hiddenID(rt, kind, id)
+				h.audit(r, rt, p, target{}, denied)
+				h.fail(w, r, denied)
+				return
+			}
 			h.fail(w, r, err)
 			return
 		}
 		if err := auth.Authorize(p, rt.need, t.Session); err != nil {
 			h.audit(r, rt, p, t, err)
+			if kind != "" {
+				// The role may use the route (checked above), so the
+				// session is what differs: answered exactly like an id
+				// that does not exist.
+				err = hiddenID(rt, kind, id)
+			}
 			h.fail(w, r, err)
 			return
 		}
@@ -111,6 +136,30 @@ func (h *api) audit(r *http.Request, rt route, p actionflow.Principal, t target,
 	if _, err := h.svc.AppendEvent(r.Context(), ev, data); err != nil {
 		h.log.ErrorContext(r.Context(), "api: audit event not written", "error", err, "subject", p.Subject, "route", rt.pattern)
 	}
+}
+
+// addressedID is the record id a route addresses in its path, if any.
+func addressedID(r *http.Request) (kind, id string) {
+	for _, k := range []string{"approval_id", "execution_id", "action_id"} {
+		if v := r.PathValue(k); v != "" {
+			return strings.TrimSuffix(k, "_id"), v
+		}
+	}
+	return "", ""
+}
+
+// hiddenID is the one answer to a non-admin addressing a record outside
+// its token's session, whether the record exists or not.
+func hiddenID(rt route, kind, id string) error {
+	return &auth.DeniedError{Capability: rt.need, Reason: kind + " " + id + " is not in the token's session"}
+}
+
+// pathSessionOr is the session named in the path, or def.
+func pathSessionOr(r *http.Request, def ids.SessionID) ids.SessionID {
+	if s := r.PathValue("session_id"); s != "" && ids.Validate("session_id", s) == nil {
+		return ids.SessionID(s)
+	}
+	return def
 }
 
 func pathSession(r *http.Request, _ actionflow.Principal) (target, error) {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
-	"github.com/openprogram/lifecycle/shared/policystore"
 )
 
 // PolicyBody is the body of PUT /v1/sessions/{session_id}/policy.
@@ -15,7 +14,8 @@ type PolicyBody struct {
 	ExpectedVersion *int64 `json:"expected_version"`
 	// Policy is the permission document (rules, mode), as package permission parses it.
 	Policy json.RawMessage `json:"policy"`
-	// RestartWindowSeconds: -1 unlimited (default), 0 disabled, > 0 seconds.
+	// RestartWindowSeconds: -1 unlimited, 0 disabled, > 0 seconds; absent:
+	// the session sets none and the service's default applies.
 	RestartWindowSeconds *int64 `json:"restart_window_seconds,omitempty"`
 }
 
@@ -40,16 +40,14 @@ func (h *api) putPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
 	if len(b.Policy) == 0 || string(b.Policy) == "null" {
 		return badRequest("missing_field", "policy", "policy is required (a JSON object)")
 	}
-	window := policystore.RestartUnlimited
-	if b.RestartWindowSeconds != nil {
-		window = *b.RestartWindowSeconds
-	}
-	d, err := h.cfg.Policies.Put(r.Context(), c.t.Session, *b.ExpectedVersion, b.Policy, window, c.p)
+	// No restart_window_seconds: the session sets none, and the service's
+	// default (lifecycle serve --restart-window) applies to it.
+	d, err := h.cfg.Policies.Put(r.Context(), c.t.Session, *b.ExpectedVersion, b.Policy, b.RestartWindowSeconds, c.p)
 	if err != nil {
 		return err
 	}
 	if _, err := h.svc.AppendEvent(r.Context(), actionflow.Event{Type: "policy.updated", SessionID: c.t.Session},
-		map[string]any{"version": d.Version, "restart_window_seconds": d.RestartWindowSeconds, "by": c.p}); err != nil {
+		map[string]any{"version": d.Version, "restart_window_seconds": d.RestartWindowSeconds, "restart_window_source": d.RestartWindowSource, "by": c.p}); err != nil {
 		// The policy is saved; only its notification is missing.
 		h.log.WarnContext(r.Context(), "api: policy saved, event not appended", "session_id", c.t.Session, "error", err)
 	}

@@ -39,11 +39,23 @@ type Document struct {
 	// reads it), which decisions, grants and approvals are bound to. Every
 	// change of the document must change it.
 	PolicyVersion string `json:"policy_version,omitempty"`
-	// RestartWindowSeconds: -1 unlimited (default), 0 disabled, > 0 a duration.
-	RestartWindowSeconds int64                 `json:"restart_window_seconds"`
-	UpdatedAt            *time.Time            `json:"updated_at,omitempty"`
-	UpdatedBy            *actionflow.Principal `json:"updated_by,omitempty"`
+	// RestartWindowSeconds is the window that applies to the session's
+	// executions: -1 unlimited, 0 disabled, > 0 a duration. It is the
+	// session's own when RestartWindowSource is "session", and the
+	// service's default (lifecycle serve --restart-window) when "default".
+	RestartWindowSeconds int64 `json:"restart_window_seconds"`
+	// RestartWindowSource says whose window it is: "session" (set with the
+	// policy) or "default" (the session set none).
+	RestartWindowSource string                `json:"restart_window_source"`
+	UpdatedAt           *time.Time            `json:"updated_at,omitempty"`
+	UpdatedBy           *actionflow.Principal `json:"updated_by,omitempty"`
 }
+
+// Sources of a document's restart window.
+const (
+	WindowFromSession = "session"
+	WindowFromDefault = "default"
+)
 
 // RestartWindow is the window as a duration; ok is false when unlimited.
 func (d Document) RestartWindow() (window time.Duration, limited bool) {
@@ -63,7 +75,9 @@ type Store struct {
 	st       store.Store
 	validate Validator
 	def      json.RawMessage
-	now      func() time.Time
+	// window is the restart window shown for sessions that set none.
+	window int64
+	now    func() time.Time
 }
 
 // Option configures a Store.
@@ -73,10 +87,15 @@ type Option func(*Store)
 // Get at version 0; the decider applies the same default).
 func WithDefault(doc json.RawMessage) Option { return func(s *Store) { s.def = doc } }
 
+// WithRestartDefault sets the restart window (seconds: -1, 0 or > 0) that
+// Get reports for sessions that set none: the service's default, which
+// restart recovery applies to them (default -1, unlimited).
+func WithRestartDefault(seconds int64) Option { return func(s *Store) { s.window = seconds } }
+
 // New returns a Store over st. validate may be nil until the permission
 // engine is wired: the document must then only be a JSON object.
 func New(st store.Store, validate Validator, opts ...Option) *Store {
-	s := &Store{st: st, validate: validate, def: json.RawMessage(`{}`), now: time.Now}
+	s := &Store{st: st, validate: validate, def: json.RawMessage(`{}`), window: RestartUnlimited, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
@@ -89,10 +108,32 @@ func Key(session ids.SessionID) store.Key {
 }
 
 // Get reads a session's policy; never written is version 0 with defaults.
+// A session that set no restart window shows the store's default
+// (WithRestartDefault) with source "default".
 func (s *Store) Get(ctx context.Context, session ids.SessionID) (Document, error) {
+	d, err := s.stored(ctx, session)
+	if err == nil && d.RestartWindowSource == WindowFromDefault {
+		d.RestartWindowSeconds = s.window
+	}
+	return d, err
+}
+
+// SessionRestartWindow is the restart window the session set itself
+// (seconds: -1, 0 or > 0); set is false when it set none, and the
+// caller's default applies (restart recovery's Config.Windows).
+func (s *Store) SessionRestartWindow(ctx context.Context, session ids.SessionID) (seconds int64, set bool, err error) {
+	d, err := s.stored(ctx, session)
+	if err != nil || d.RestartWindowSource != WindowFromSession {
+		return 0, false, err
+	}
+	return d.RestartWindowSeconds, true, nil
+}
+
+// stored is the document as written (the window as the session set it).
+func (s *Store) stored(ctx context.Context, session ids.SessionID) (Document, error) {
 	it, err := s.st.Get(ctx, Key(session))
 	if errors.Is(err, store.ErrNotFound) {
-		return Document{SessionID: session, Policy: s.def, RestartWindowSeconds: RestartUnlimited}, nil
+		return Document{SessionID: session, Policy: s.def, RestartWindowSeconds: RestartUnlimited, RestartWindowSource: WindowFromDefault}, nil
 	}
 	if err != nil {
 		return Document{}, fmt.Errorf("get policy of %s: %w", session, err)
@@ -102,23 +143,36 @@ func (s *Store) Get(ctx context.Context, session ids.SessionID) (Document, error
 		return Document{}, fmt.Errorf("decode policy of %s: %w", session, err)
 	}
 	d.Version = it.Version
+	if d.RestartWindowSource == "" {
+		// Written before the source was kept: a window other than -1 was
+		// set by the session; -1 was also what an omitted window stored,
+		// so it counts as none set (the default then applies).
+		d.RestartWindowSource = WindowFromSession
+		if d.RestartWindowSeconds == RestartUnlimited {
+			d.RestartWindowSource = WindowFromDefault
+		}
+	}
 	return d, nil
 }
 
 // Put replaces the policy at version expected (0: never written) with
-// policy and restart window, returning the new document (version
-// expected+1). A stale expected is a *actionflow.ConflictError whose
+// policy and restart window (nil: the session sets none and the service's
+// default applies), returning the new document (version expected+1). A stale expected is a *actionflow.ConflictError whose
 // Current is the stored document; an invalid document is a
 // *actionflow.ValidationError and nothing is written.
-func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, restartWindowSeconds int64, by actionflow.Principal) (Document, error) {
+func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, restartWindowSeconds *int64, by actionflow.Principal) (Document, error) {
 	if err := ids.Validate("session_id", string(session)); err != nil {
 		return Document{}, &actionflow.ValidationError{Field: "session_id", Msg: err.Error()}
 	}
 	if expected < 0 {
 		return Document{}, &actionflow.ValidationError{Field: "expected_version", Msg: "must be 0 (first write) or the current version"}
 	}
-	if restartWindowSeconds < RestartUnlimited {
-		return Document{}, &actionflow.ValidationError{Field: "restart_window_seconds", Msg: fmt.Sprintf("%d: use -1 (unlimited), 0 (disabled) or a positive number of seconds", restartWindowSeconds)}
+	window, source := RestartUnlimited, WindowFromDefault
+	if restartWindowSeconds != nil {
+		window, source = *restartWindowSeconds, WindowFromSession
+	}
+	if window < RestartUnlimited {
+		return Document{}, &actionflow.ValidationError{Field: "restart_window_seconds", Msg: fmt.Sprintf("%d: use -1 (unlimited), 0 (disabled) or a positive number of seconds", window)}
 	}
 	policy = bytes.TrimSpace(policy)
 	if len(policy) == 0 || policy[0] != '{' || !json.Valid(policy) {
@@ -151,8 +205,8 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 		}
 	}
 	now := s.now().UTC()
-	d := Document{SessionID: session, Version: expected + 1, Policy: policy, PolicyVersion: label, RestartWindowSeconds: restartWindowSeconds,
-		UpdatedAt: &now, UpdatedBy: &by}
+	d := Document{SessionID: session, Version: expected + 1, Policy: policy, PolicyVersion: label, RestartWindowSeconds: window,
+		RestartWindowSource: source, UpdatedAt: &now, UpdatedBy: &by}
 	body, err := json.Marshal(d)
 	if err != nil {
 		return Document{}, fmt.Errorf("encode policy of %s: %w", session, err)
@@ -170,6 +224,9 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 	}
 	if err != nil {
 		return Document{}, fmt.Errorf("put policy of %s: %w", session, err)
+	}
+	if source == WindowFromDefault {
+		d.RestartWindowSeconds = s.window
 	}
 	return d, nil
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
@@ -59,7 +62,8 @@ func TestPutGetVersions(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			_, err := ps.Put(ctx, "ses_1", s.expected, json.RawMessage(s.policy), s.window, human)
+			w := s.window
+			_, err := ps.Put(ctx, "ses_1", s.expected, json.RawMessage(s.policy), &w, human)
 			switch want := s.wantErr.(type) {
 			case nil:
 				if err != nil {
@@ -101,10 +105,68 @@ func TestParsedNilWhenNeverWritten(t *testing.T) {
 	if p, err := parsed.Policy(ctx, "ses_1"); p != nil || err != nil {
 		t.Fatalf("never written: %v %v", p, err)
 	}
-	if _, err := ps.Put(ctx, "ses_1", 0, json.RawMessage(`{"version":"v1"}`), -1, actionflow.Principal{Subject: "h", Role: "human"}); err != nil {
+	if _, err := ps.Put(ctx, "ses_1", 0, json.RawMessage(`{"version":"v1"}`), nil, actionflow.Principal{Subject: "h", Role: "human"}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := parsed.Policy(ctx, "ses_1"); err != nil || p == nil || *p != `{"version":"v1"}` {
 		t.Fatalf("written: %v %v", p, err)
+	}
+}
+
+// TestRestartWindowSource (issue 11, point 2): a session's own window is
+// kept as its own; a session that sets none shows the service's default
+// and restart recovery is told it set none; a document written before the
+// source was kept reads -1 as none set and any other value as set.
+func TestRestartWindowSource(t *testing.T) {
+	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ps := policystore.New(st, nil, policystore.WithRestartDefault(3600))
+	ctx := context.Background()
+	human := actionflow.Principal{Subject: "h", Role: "human"}
+	i64 := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name     string
+		window   *int64
+		legacy   string // a stored body written before restart_window_source
+		shown    int64
+		source   string
+		own      int64
+		ownIsSet bool
+	}{
+		{"never written", nil, "", 3600, policystore.WindowFromDefault, 0, false},
+		{"none set", nil, "", 3600, policystore.WindowFromDefault, 0, false},
+		{"disabled", i64(0), "", 0, policystore.WindowFromSession, 0, true},
+		{"unlimited", i64(-1), "", -1, policystore.WindowFromSession, -1, true},
+		{"two hours", i64(7200), "", 7200, policystore.WindowFromSession, 7200, true},
+		{"legacy -1", nil, `{"session_id":"%s","policy":{},"restart_window_seconds":-1}`, 3600, policystore.WindowFromDefault, 0, false},
+		{"legacy 0", nil, `{"session_id":"%s","policy":{},"restart_window_seconds":0}`, 0, policystore.WindowFromSession, 0, true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			session := ids.SessionID(fmt.Sprintf("ses_%d", i))
+			switch {
+			case tc.legacy != "":
+				k := policystore.Key(session)
+				if err := st.PutOnce(ctx, store.Item{PK: k.PK, SK: k.SK, Version: 1, Body: []byte(fmt.Sprintf(tc.legacy, session))}); err != nil {
+					t.Fatal(err)
+				}
+			case tc.name != "never written":
+				d, err := ps.Put(ctx, session, 0, json.RawMessage(`{}`), tc.window, human)
+				if err != nil || d.RestartWindowSeconds != tc.shown || d.RestartWindowSource != tc.source {
+					t.Fatalf("put: %+v %v", d, err)
+				}
+			}
+			d, err := ps.Get(ctx, session)
+			if err != nil || d.RestartWindowSeconds != tc.shown || d.RestartWindowSource != tc.source {
+				t.Fatalf("get: %+v %v", d, err)
+			}
+			own, set, err := ps.SessionRestartWindow(ctx, session)
+			if err != nil || set != tc.ownIsSet || own != tc.own {
+				t.Fatalf("session window: %d %v %v", own, set, err)
+			}
+		})
 	}
 }

@@ -25,7 +25,11 @@
 //
 // A sweep also finishes executions: commands that were saved but not
 // applied (control.Reconcile), cancellations waiting for their last
-// receipt, and restart decisions that were blocked.
+// receipt, and every pause owned by restart recovery that has not expired
+// (blocked, or a shutdown pause no start-up could decide): each is decided
+// again with the start-up rules and the same command identities, so an
+// execution blocked by an unresolved effect continues at the next sweep
+// once the effect is known, without a restart.
 //
 // Triggers: the EventBridge schedule and Step Functions status-change
 // events (FAILED, TIMED_OUT, ABORTED → SweepAction of that action) in AWS
@@ -36,15 +40,17 @@
 // Startup runs once per process (attempt) before it admits work (it needs
 // only the store); Shutdown runs after the process stopped dispatching,
 // before it exits. See their docs for the rules: the
-// restart window (Window: -1 default unlimited stored as a null deadline,
+// restart window (the session's own restart_window_seconds, read through
+// Config.Windows, else Config.Window: -1 unlimited stored as a null deadline,
 // 0 disabled, positive measured from the shutdown intent or the abandoned
 // attempt's last durable activity, never extended by restarting again);
 // only a pause owned by restart recovery resumes automatically; user
 // pause, cancellation, an unanswered approval, unresolved external effects,
 // stale checkpoints and incompatible revisions stay explicit; expiry keeps
 // the checkpoint and deletes nothing. Decisions are system commands
-// (control.SubmitOwned) with fixed ids ("restart.<attempt>",
-// "shutdown.<attempt>"), saved before they are applied and recorded in the
+// (control.SubmitOwned) with fixed ids ("restart.<attempt>.v<execution
+// version>", "shutdown.<attempt>"; the embedded stack's sweeps decide
+// under the attempt of its start-up), saved before they are applied and recorded in the
 // session's canonical event log, taken under the execution lease by this
 // attempt; a decision that changes nothing is not written, so repeated
 // start-ups are idempotent. Shutdown retries a racing execution write at

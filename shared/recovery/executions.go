@@ -9,9 +9,10 @@ import (
 
 // sweepExecutions finishes what is pending on executions: commands that
 // were saved but not applied (a crashed applier, a lease that was held),
-// cancellations waiting for their last action's receipt, and restart
-// decisions that were blocked (resumed once unblocked, within the
-// deadline; expired after it).
+// cancellations waiting for their last action's receipt, and every pause
+// owned by restart recovery that is not expired: decided again with the
+// start-up rules and command identities (resumed once unblocked, within
+// the deadline; expired after it; still blocked while unresolved).
 func (s *Sweeper) sweepExecutions(ctx context.Context, attempt ids.AttemptID) ([]ExecutionReport, error) {
 	var out []ExecutionReport
 	pending, err := s.cfg.Control.PendingExecutions(ctx)
@@ -41,7 +42,10 @@ func (s *Sweeper) sweepExecutions(ctx context.Context, attempt ids.AttemptID) ([
 				er.Did = "cancelled"
 			}
 			out = append(out, er)
-		case e.Status == actionflow.ExecPaused && e.PauseOwner == actionflow.PauseByRestart && e.Restart != nil && e.Restart.Outcome == Blocked:
+		case e.Status == actionflow.ExecPaused && restartOwned(e):
+			// Every pause owned by restart recovery (blocked, or a shutdown
+			// pause no start-up decided) is decided again by the same rules
+			// as at start-up; running executions are their owners'.
 			er := s.restartOne(ctx, attempt, e.ExecutionID, true, open[e.ExecutionID])
 			if er.Did != "skipped" && er.Did != "kept" {
 				out = append(out, er)

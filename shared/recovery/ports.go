@@ -20,3 +20,11 @@ const (
 	MachineNone    = ""
 	MachineRunning = "RUNNING"
 )
+
+// Windows reads a session's own restart window (its policy's
+// restart_window_seconds: -1 unlimited, 0 disabled, > 0 seconds); set is
+// false when the session set none, and Config.Window applies.
+// *policystore.Store satisfies it.
+type Windows interface {
+	SessionRestartWindow(ctx context.Context, session ids.SessionID) (seconds int64, set bool, err error)
+}

@@ -59,11 +59,13 @@ type ExecutionReport struct {
 //
 // User pauses, fork pauses, cancellations and ended executions are never
 // continued. The decision is a system command with the fixed id
-// "restart.<attempt>", saved before it is applied; a decision that would
+// "restart.<attempt>.v<execution version>" (restartCommandID), saved
+// before it is applied; a decision that would
 // change nothing is not written, so repeated start-ups are idempotent and
 // none of this dispatches anything. Sweep (Run sweeps at once) repairs the
 // actions once the engine serves.
 func (s *Sweeper) Startup(ctx context.Context, attempt ids.AttemptID) ([]ExecutionReport, error) {
+	s.attempt.Store(attempt)
 	var out []ExecutionReport
 	var first error
 	open, err := s.openActionsByExecution(ctx)
@@ -155,9 +157,14 @@ func (s *Sweeper) shutdownOne(ctx context.Context, attempt ids.AttemptID, exec i
 			rep.Did = "skipped"
 			return rep
 		}
-		intent := actionflow.RestartIntent{Reason: "shutdown", At: s.cfg.Flow.Now(), Window: s.cfg.Window.String(),
+		w, err := s.windowOf(ctx, e.SessionID)
+		if err != nil {
+			rep.Error = err.Error()
+			return rep
+		}
+		intent := actionflow.RestartIntent{Reason: "shutdown", At: s.cfg.Flow.Now(), Window: w.String(),
 			CheckpointVersion: ck.Version, Attempt: attempt}
-		intent.Deadline = s.cfg.Window.Deadline(intent.At)
+		intent.Deadline = w.Deadline(intent.At)
 		if e.Restart != nil && e.Restart.CheckpointVersion == ck.Version {
 			intent = keep(*e.Restart) // no progress since: the deadline is not extended
 			intent.Attempt = attempt
@@ -199,17 +206,28 @@ func restartOwned(e actionflow.Execution) bool {
 		!(e.Restart != nil && e.Restart.Outcome == Expired)
 }
 
-// restartOne decides one execution. blockedOnly limits it to executions a
-// previous decision blocked (the sweeper's re-evaluation). open is the
-// execution's open actions, read once per pass for every execution.
-func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec ids.ExecutionID, blockedOnly bool, open []actionflow.Action) ExecutionReport {
+// restartCommandID is the fixed identity of a restart decision: the
+// deciding attempt and the execution version it is made against. A
+// decision repeated at the same version (a second start-up pass, a sweep
+// after start-up, a retry after a crash between save and apply) finds the
+// saved one instead of writing another; a later decision of the same
+// attempt (a sweep continuing what start-up blocked) is a new command.
+func restartCommandID(attempt ids.AttemptID, version int64) ids.CommandID {
+	return ids.CommandID(fmt.Sprintf("restart.%s.v%d", attempt, version))
+}
+
+// restartOne decides one execution. pausedOnly limits it to executions
+// restart recovery paused (the sweeper's re-evaluation never touches a
+// running one). open is the execution's open actions, read once per pass
+// for every execution.
+func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec ids.ExecutionID, pausedOnly bool, open []actionflow.Action) ExecutionReport {
 	rep := ExecutionReport{ExecutionID: exec, Did: "skipped"}
 	e, ck, err := s.state(ctx, exec)
 	if err != nil {
 		rep.Error = err.Error()
 		return rep
 	}
-	if !restartOwned(e) || (blockedOnly && (e.Restart == nil || e.Restart.Outcome != Blocked)) {
+	if !restartOwned(e) || (pausedOnly && e.Status != actionflow.ExecPaused) {
 		return rep
 	}
 	if _, changed, err := s.decide(ctx, e, ck, open); err != nil || !changed {
@@ -235,7 +253,7 @@ func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec id
 			rep.Error = err.Error()
 			return rep
 		}
-		if !restartOwned(e) {
+		if !restartOwned(e) || (pausedOnly && e.Status != actionflow.ExecPaused) {
 			return rep
 		}
 		intent, changed, err := s.decide(ctx, e, ck, open)
@@ -247,7 +265,7 @@ func (s *Sweeper) restartOne(ctx context.Context, attempt ids.AttemptID, exec id
 			rep.Did = "kept"
 			return rep
 		}
-		r, err := ctl.SubmitOwned(ctx, o, ids.CommandID("restart."+string(attempt)), control.Restart, e.Version, intent)
+		r, err := ctl.SubmitOwned(ctx, o, restartCommandID(attempt, e.Version), control.Restart, e.Version, intent)
 		var stale *control.StaleVersionError
 		if errors.As(err, &stale) && race < maxRaces {
 			continue
@@ -277,8 +295,12 @@ func (s *Sweeper) decide(ctx context.Context, e actionflow.Execution, ck actionf
 		// that is not new progress of a resumed owner.
 		intent = *e.Restart
 	} else {
+		w, err := s.windowOf(ctx, e.SessionID)
+		if err != nil {
+			return intent, false, err
+		}
 		at := lastActivity(e, ck)
-		intent = actionflow.RestartIntent{Reason: "abandoned", At: at, Window: s.cfg.Window.String(), Deadline: s.cfg.Window.Deadline(at),
+		intent = actionflow.RestartIntent{Reason: "abandoned", At: at, Window: w.String(), Deadline: w.Deadline(at),
 			CheckpointVersion: ck.Version, Attempt: e.Attempt}
 	}
 	blocker, err := s.blocker(ctx, e, ck, intent, open)

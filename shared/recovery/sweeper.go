@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
@@ -19,8 +20,12 @@ type Config struct {
 	Flow     *actionflow.Service
 	Control  *control.Service
 	Machines Machines
-	// Window is the restart window of new interruptions (default unlimited).
+	// Window is the restart window of new interruptions of sessions that
+	// set none of their own (default unlimited).
 	Window Window
+	// Windows, if set, gives each session's own restart window, which
+	// decides over Window for that session's executions.
+	Windows Windows
 	// Revision is the runtime's revision; an execution of another revision
 	// continues automatically only if Compatible says so.
 	Revision   ids.RevisionID
@@ -32,6 +37,11 @@ type Config struct {
 type Sweeper struct {
 	cfg Config
 	log *slog.Logger
+	// attempt is the process's attempt once Startup ran (the embedded
+	// stack): its sweeps decide restarts under the same attempt, so their
+	// command ids follow start-up's. Without one (AWS), each sweep is an
+	// attempt of its own.
+	attempt atomic.Value // ids.AttemptID
 }
 
 // New builds a Sweeper.
@@ -128,7 +138,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 		}
 		after = next
 	}
-	ers, err := s.sweepExecutions(ctx, ids.NewAttemptID())
+	attempt, _ := s.attempt.Load().(ids.AttemptID)
+	if attempt == "" {
+		attempt = ids.NewAttemptID()
+	}
+	ers, err := s.sweepExecutions(ctx, attempt)
 	rep.Executions = ers
 	note(err)
 	for _, er := range ers {

@@ -1,9 +1,12 @@
 package recovery
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/openprogram/lifecycle/shared/ids"
 )
 
 // Window is the restart window: how long after an interruption an
@@ -53,6 +56,15 @@ func (w Window) String() string {
 	return w.d.String()
 }
 
+// Seconds is the window as a policy's restart_window_seconds: -1
+// unlimited, 0 disabled, else whole seconds.
+func (w Window) Seconds() int64 {
+	if !w.set {
+		return -1
+	}
+	return int64(w.d / time.Second)
+}
+
 // Deadline is the deadline of an interruption at `at`: nil when unlimited.
 func (w Window) Deadline(at time.Time) *time.Time {
 	if !w.set {
@@ -60,4 +72,29 @@ func (w Window) Deadline(at time.Time) *time.Time {
 	}
 	d := at.Add(w.d)
 	return &d
+}
+
+// SecondsWindow is the window of a policy's restart_window_seconds: -1 (or
+// less) unlimited, 0 disabled, > 0 seconds.
+func SecondsWindow(seconds int64) Window {
+	if seconds < 0 {
+		return Unlimited()
+	}
+	return Within(time.Duration(seconds) * time.Second)
+}
+
+// windowOf is the restart window of an execution's session: its own when
+// it set one, else the configured default.
+func (s *Sweeper) windowOf(ctx context.Context, session ids.SessionID) (Window, error) {
+	if s.cfg.Windows == nil || session == "" {
+		return s.cfg.Window, nil
+	}
+	seconds, set, err := s.cfg.Windows.SessionRestartWindow(ctx, session)
+	if err != nil {
+		return Window{}, fmt.Errorf("restart window of session %s: %w", session, err)
+	}
+	if !set {
+		return s.cfg.Window, nil
+	}
+	return SecondsWindow(seconds), nil
 }

@@ -38,7 +38,9 @@ func AddTo(root *cobra.Command) {
 	o := &options{}
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.api, "api", EnvOr("LIFECYCLE_API", DefaultAPI), "API address (env LIFECYCLE_API)")
-	pf.StringVar(&o.token, "token", os.Getenv("LIFECYCLE_TOKEN"), "bearer token (env LIFECYCLE_TOKEN; `lifecycle token` makes one)")
+	// The default is read when a command runs, not here: a flag's default
+	// is printed by --help, and a token must never reach help output.
+	pf.StringVar(&o.token, "token", "", "bearer token (default: env LIFECYCLE_TOKEN; `lifecycle token` makes one)")
 	pf.BoolVar(&o.json, "json", false, "print JSON for scripts")
 	root.AddCommand(tokenCmd(o), submitCmd(o), showCmd(o), approvalsCmd(o), decideCmd(o, "approve"), decideCmd(o, "decline"),
 		commandCmd(o), activityCmd(o), tailCmd(o), policyCmd(o), hostCmd(o))
@@ -52,7 +54,16 @@ func EnvOr(name, def string) string {
 	return def
 }
 
+// bearer is --token, or LIFECYCLE_TOKEN.
+func (o *options) bearer() string {
+	if o.token != "" {
+		return o.token
+	}
+	return os.Getenv("LIFECYCLE_TOKEN")
+}
+
 func (o *options) client() (*apiclient.Client, error) {
+	o.token = o.bearer()
 	if o.token == "" {
 		return nil, errors.New("no token: pass --token or set LIFECYCLE_TOKEN (see `lifecycle token`)")
 	}
@@ -78,7 +89,7 @@ func (o *options) sessionOf() (ids.SessionID, error) {
 	if o.session != "" {
 		return ids.SessionID(o.session), nil
 	}
-	parts := strings.Split(o.token, ".")
+	parts := strings.Split(o.bearer(), ".")
 	if len(parts) == 3 {
 		if b, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
 			var c struct {
