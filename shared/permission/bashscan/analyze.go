@@ -212,14 +212,14 @@ func (a *analyzer) callCommand(call *syntax.CallExpr, sc script) Command {
 	}
 	if len(call.Args) == 0 {
 		c.Kind = KindAssign
+		c.expand()
 		return c
 	}
 	c.Kind = KindSimple
 	for _, w := range call.Args {
 		c.Args = append(c.Args, convertWord(w, sc.src))
 	}
-	c.Invocations = invocations(c.Args)
-	c.suffixes = wrapperSuffixes(c.Invocations)
+	c.expand()
 	return c
 }
 
@@ -267,7 +267,24 @@ func declCommand(d *syntax.DeclClause, src string) Command {
 	for _, as := range d.Args {
 		c.Assigns = append(c.Assigns, assignWord(as, src))
 	}
+	if name == "export" || name == "declare" || name == "typeset" || name == "local" || name == "readonly" {
+		// export GIT_PAGER='...': later commands run the value.
+		c.Invocations = varScripts(c.Assigns)
+	}
 	return c
+}
+
+// expand fills in what the command may run, write and execute inline (the
+// wrappers of invocation.go and the program model of programs.go).
+func (c *Command) expand() {
+	x := expand(c.Args, c.Assigns)
+	c.Invocations = x.invs
+	c.InlineCode = x.inline
+	c.effectPaths = x.paths
+	if x.opaque != "" {
+		c.Opaque, c.OpaqueReason = true, x.opaque
+	}
+	c.suffixes = wrapperSuffixes(c.Invocations)
 }
 
 var number = regexp.MustCompile(`^[0-9]+$`)
@@ -382,6 +399,10 @@ func (a *analyzer) nested(i int, sc script) {
 				continue
 			}
 		}
+		if !iv.Script && iv.Name() == "alias" && k == 0 {
+			a.aliasValues(i, iv, sc)
+			continue
+		}
 		words, ok, why := scriptOf(iv)
 		if !ok {
 			continue
@@ -401,10 +422,13 @@ func (a *analyzer) nested(i int, sc script) {
 			continue
 		}
 		c := &a.prog.Commands[i]
-		if k == 0 {
+		if k == 0 && iv.Wrapper == "" && c.Kind == KindSimple {
 			// Only a script the command itself runs makes it a pure script
 			// runner; a wrapper in front (sudo bash -c) still matters.
 			c.Script = true
+		}
+		if !iv.Script {
+			c.Invocations[k].runsScript = true
 		}
 		pos := c.Pos
 		if sc.pos != nil {
@@ -417,9 +441,119 @@ func (a *analyzer) nested(i int, sc script) {
 	}
 }
 
+// aliasValues parses the literal values of alias definitions (alias
+// ll='ls -l') as scripts, so their commands are judged; a computed value
+// makes the alias opaque.
+func (a *analyzer) aliasValues(i int, iv Invocation, sc script) {
+	for _, w := range iv.Words[1:] {
+		if w.Option() {
+			continue
+		}
+		if !w.Static {
+			c := &a.prog.Commands[i]
+			if !c.Opaque {
+				c.Opaque, c.OpaqueReason = true, "the alias is defined with a value computed at run time"
+			}
+			continue
+		}
+		_, value, ok := strings.Cut(w.Text, "=")
+		if !ok || strings.TrimSpace(value) == "" {
+			continue
+		}
+		c := &a.prog.Commands[i]
+		if sc.depth+1 > MaxNesting {
+			c.Opaque, c.OpaqueReason = true, "scripts nest deeper than the analysis follows"
+			continue
+		}
+		f, err := parse(value)
+		if err != nil {
+			// An alias value may be a fragment ("alias x='if true;'"):
+			// what it becomes depends on where it is used.
+			c.Opaque, c.OpaqueReason = true, "the alias value is not a complete command: "+err.Error()
+			continue
+		}
+		pos := c.Pos
+		a.walkScript(f, script{
+			src: value, parent: i, via: ViaScript, depth: sc.depth + 1,
+			pipes: append([]PipeStage(nil), c.Pipes...), fn: c.Function, pos: &pos, bg: c.Background,
+		})
+	}
+}
+
+// aliasesExpanded reports whether aliases may be expanded in the program:
+// shopt -s expand_aliases (or shell options computed at run time), or a
+// shell started interactive (-i) or with -O expand_aliases.
+func (p *Program) aliasesExpanded() bool {
+	for i := range p.Commands {
+		c := &p.Commands[i]
+		for _, iv := range c.Invocations {
+			if iv.Script || len(iv.Words) == 0 {
+				continue
+			}
+			name := iv.Name()
+			args := iv.Words[1:]
+			switch {
+			case name == "shopt":
+				if !AllStatic(args) {
+					return true
+				}
+				for _, w := range args {
+					if w.Text == "expand_aliases" {
+						return true
+					}
+				}
+			case shells[name]:
+				for k, w := range args {
+					if !w.Static {
+						break
+					}
+					if (w.Text == "-O" || w.Text == "+O") && k+1 < len(args) && (!args[k+1].Static || args[k+1].Text == "expand_aliases") {
+						return true
+					}
+					if shortFlag(w, 'i') {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// markAliases makes alias definitions opaque where aliases are expanded:
+// any later word may then run the alias's text, which the analysis cannot
+// place. A shopt or set -o with a computed option is opaque too.
+func (a *analyzer) markAliases() {
+	p := a.prog
+	on := p.aliasesExpanded()
+	for i := range p.Commands {
+		c := &p.Commands[i]
+		if c.Kind != KindSimple || c.Opaque {
+			continue
+		}
+		switch c.BaseName() {
+		case "alias":
+			if on && len(c.Args) > 1 {
+				c.Opaque, c.OpaqueReason = true, "aliases are expanded here (shopt -s expand_aliases or an interactive shell), so later words may run the alias's text"
+			}
+		case "shopt":
+			if !AllStatic(c.Args) {
+				c.Opaque, c.OpaqueReason = true, "it sets shell options computed at run time"
+			}
+		case "set":
+			for k, w := range c.Args[1:] {
+				if w.Static && (w.Text == "-o" || w.Text == "+o") && k+2 < len(c.Args) && !c.Args[k+2].Static {
+					c.Opaque, c.OpaqueReason = true, "it sets shell options computed at run time"
+				}
+			}
+		}
+	}
+}
+
 // finish marks calls of functions the program declares and collects the
 // program's paths and directory changes.
 func (a *analyzer) finish() {
+	a.markAliases()
 	defer func() {
 		a.prog.pathRefs = a.prog.collectPathRefs()
 		a.prog.dirChanges = a.prog.collectDirChanges()

@@ -1,7 +1,6 @@
 package bashscan
 
 import (
-	"path"
 	"regexp"
 	"strings"
 )
@@ -50,6 +49,18 @@ var wrappers = map[string]wrapper{
 	"su":         {valueOpts: []string{"-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"}, scriptOpts: []string{"-c", "--command", "--session-command"}, positional: 1},
 	"runuser":    {valueOpts: []string{"-s", "--shell", "-g", "--group", "-G", "--supp-group", "-u", "--user", "-w"}, scriptOpts: []string{"-c", "--command", "--session-command"}, positional: 1},
 	"watch":      {valueOpts: []string{"-n", "--interval", "-q", "--equexit", "-g"}, joinScript: true},
+	// busybox and toybox run the applet named by their first operand.
+	"busybox":      {},
+	"toybox":       {},
+	"systemd-run":  {valueOpts: []string{"-u", "--unit", "-p", "--property", "-E", "--setenv", "--uid", "--gid", "-M", "--machine", "--description", "--slice", "-H", "--host", "--working-directory", "--on-active", "--on-calendar"}},
+	"unshare":      {valueOpts: []string{"--mount-proc", "--propagation", "--setgroups", "-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd"}},
+	"nsenter":      {valueOpts: []string{"-t", "--target", "-S", "--setuid", "-G", "--setgid", "-r", "--root", "-w", "--wd"}},
+	"firejail":     {},
+	"proot":        {valueOpts: []string{"-r", "-b", "-w", "-q"}},
+	"faketime":     {positional: 1},
+	"torsocks":     {},
+	"proxychains":  {valueOpts: []string{"-f"}},
+	"proxychains4": {valueOpts: []string{"-f"}},
 }
 
 // shells run a script given with -c.
@@ -71,36 +82,67 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// invocations returns the command's own words and, level by level, the
-// command lines its wrappers run. find -exec segments are included.
-func invocations(args []Word) []Invocation {
-	out := []Invocation{{Words: args}}
-	cur := args
-	for depth := 0; depth < 8 && len(cur) > 0; depth++ {
-		name := ""
-		if cur[0].Static {
-			name = path.Base(cur[0].Text)
-		}
-		if name == "find" {
-			out = append(out, findExecs(cur)...)
-			break
-		}
-		wr, ok := wrappers[name]
-		if !ok {
-			break
-		}
-		inner, script, isScript := unwrap(wr, cur)
-		if isScript {
-			out = append(out, Invocation{Words: script, Wrapper: name, Script: true})
-			break
-		}
-		if len(inner) == 0 {
-			break
-		}
-		out = append(out, Invocation{Words: inner, Wrapper: name})
-		cur = inner
+// maxInvocations bounds the command lines one command may expand to.
+const maxInvocations = 64
+
+// expansion is what one command may run, write and execute inline.
+type expansion struct {
+	invs   []Invocation
+	inline []InlineCode
+	paths  []PathRef
+	opaque string
+}
+
+// expand returns the command's own words and, level by level, the command
+// lines its wrappers run and the effects its program model finds (see
+// programs.go): executed command lines, scripts, synthetic deletes, written
+// files, inline code. assigns are the command's NAME=value prefixes.
+func expand(args []Word, assigns []Word) expansion {
+	var x expansion
+	if len(args) > 0 {
+		x.invs = []Invocation{{Words: args}}
 	}
-	return out
+	x.invs = append(x.invs, varScripts(assigns)...)
+	for k := 0; k < len(x.invs) && len(x.invs) < maxInvocations; k++ {
+		iv := x.invs[k]
+		if iv.Script || iv.Synthetic || len(iv.Words) == 0 || !iv.Words[0].Static {
+			continue
+		}
+		name := iv.Name()
+		if wr, ok := wrappers[name]; ok {
+			inner, script, isScript := unwrap(wr, iv.Words)
+			switch {
+			case isScript:
+				x.invs = append(x.invs, Invocation{Words: script, Wrapper: name, Script: true})
+			case len(inner) > 0:
+				x.invs = append(x.invs, Invocation{Words: inner, Wrapper: name, appends: name == "xargs"})
+			}
+		}
+		m := modelFor(name)
+		if m == nil {
+			continue
+		}
+		e := effects{}
+		m(iv, &e)
+		for _, run := range e.runs {
+			if len(x.invs) >= maxInvocations {
+				if x.opaque == "" {
+					x.opaque = "it runs more command lines than the analysis follows"
+				}
+				break
+			}
+			x.invs = append(x.invs, run)
+		}
+		for _, ic := range e.inline {
+			ic.Invocation = k
+			x.inline = append(x.inline, ic)
+		}
+		x.paths = append(x.paths, e.paths...)
+		if e.opaque != "" && x.opaque == "" {
+			x.opaque = e.opaque
+		}
+	}
+	return x
 }
 
 // unwrap returns the command line a wrapper runs, or the script it hands
@@ -153,27 +195,6 @@ func unwrap(wr wrapper, words []Word) (inner, script []Word, isScript bool) {
 		return nil, words[i:], true
 	}
 	return words[i:], nil, false
-}
-
-// findExecs returns the commands of find's -exec, -execdir, -ok and -okdir
-// actions (each ends at ";" or "+").
-func findExecs(words []Word) []Invocation {
-	var out []Invocation
-	for i := 1; i < len(words); i++ {
-		t := words[i].Text
-		if !words[i].Static || (t != "-exec" && t != "-execdir" && t != "-ok" && t != "-okdir") {
-			continue
-		}
-		j := i + 1
-		for j < len(words) && !(words[j].Static && (words[j].Text == ";" || words[j].Text == "+")) {
-			j++
-		}
-		if j > i+1 {
-			out = append(out, Invocation{Words: words[i+1 : j], Wrapper: "find " + t})
-		}
-		i = j
-	}
-	return out
 }
 
 // wrapperSuffixes over-approximates what wrappers may run: every word after

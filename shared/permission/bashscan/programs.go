@@ -1,0 +1,1858 @@
+package bashscan
+
+import (
+	"regexp"
+	"strings"
+)
+
+// The program model: for each well-known program, the options that make it
+// do more than its plain use. Allowing a program by a prefix rule
+// (Bash(find *)) must not allow everything it can launch, write or delete,
+// so every such option becomes a fact of the analysis:
+//
+//   - an executed command line is an Invocation (Wrapper names the option,
+//     "find -exec", "go test -exec"), judged by the rules like any command;
+//   - a shell command given as an option value (git -c core.pager='...',
+//     tar --to-command='...') is a Script invocation, parsed like sh -c, or
+//     makes the command Opaque when it is computed;
+//   - a delete (find -delete, git clean, tar --remove-files) is a Synthetic
+//     invocation "rm -rf <paths>", so a deny of Bash(rm *) catches it;
+//   - a file written (find -fprint, sort -o, git log --output, tar -x under
+//     -C) is a PathRef with AccessWrite (Recursive for a tree);
+//   - inline program code (python3 -c, perl -e, awk '{system(...)}') is an
+//     InlineCode, which only a rule naming its flag allows;
+//   - a program whose commands cannot be known (go generate, a shell or
+//     interpreter reading its script from standard input) is Opaque.
+//
+// Plain uses stay plain: git status, find . -name '*.go', go test ./...,
+// npm test, npm run build, pip install, tar -czf out.tgz src, rg foo.
+
+// effects are what one invocation does besides its plain use.
+type effects struct {
+	label  string // program name for Wrapper labels ("git", "go test")
+	runs   []Invocation
+	paths  []PathRef
+	inline []InlineCode // Invocation is filled in by the caller
+	opaque string
+}
+
+func (e *effects) run(label string, words []Word) {
+	if len(words) > 0 {
+		e.runs = append(e.runs, Invocation{Words: words, Wrapper: label})
+	}
+}
+
+func (e *effects) script(label string, w Word) {
+	e.runs = append(e.runs, Invocation{Words: []Word{w}, Wrapper: label, Script: true})
+}
+
+// del records a delete of paths (recursive) as the synthetic "rm -rf paths".
+func (e *effects) del(label string, paths []Word) {
+	if len(paths) == 0 {
+		return
+	}
+	pos := paths[0].Pos
+	words := append([]Word{literalWord("rm", pos), literalWord("-rf", pos)}, paths...)
+	e.runs = append(e.runs, Invocation{Words: words, Wrapper: label, Synthetic: true})
+}
+
+func (e *effects) write(src string, w Word, recursive bool) {
+	e.paths = append(e.paths, PathRef{Path: w, Access: AccessWrite, Source: src, Recursive: recursive})
+}
+
+func (e *effects) code(flag string, w Word) {
+	e.inline = append(e.inline, InlineCode{Flag: flag, Code: w})
+}
+
+func (e *effects) setOpaque(why string) {
+	if e.opaque == "" {
+		e.opaque = why
+	}
+}
+
+// model analyses one invocation of a program.
+type model func(iv Invocation, e *effects)
+
+// programs maps a program's base name to its model: baseModels, every
+// interpreter and every shell. Filled in init to keep the models free to
+// refer to the tables.
+var programs map[string]model
+
+var baseModels = map[string]model{
+	"find":     findModel,
+	"git":      gitModel,
+	"go":       goModel,
+	"npm":      npmModel,
+	"npx":      npxModel,
+	"pnpm":     pnpmModel,
+	"yarn":     yarnModel,
+	"bunx":     func(iv Invocation, e *effects) { e.run("bunx", operandsFrom(iv.Words[1:], nil)) },
+	"pip":      pipModel,
+	"pip3":     pipModel,
+	"tar":      tarModel,
+	"gtar":     tarModel,
+	"bsdtar":   tarModel,
+	"rg":       rgModel,
+	"sort":     sortModel,
+	"less":     pagerModel,
+	"more":     pagerModel,
+	"man":      manModel,
+	"vim":      vimModel,
+	"vi":       vimModel,
+	"nvim":     vimModel,
+	"gvim":     vimModel,
+	"view":     vimModel,
+	"vimdiff":  vimModel,
+	"ex":       vimModel,
+	"emacs":    emacsModel,
+	"awk":      awkModel,
+	"gawk":     awkModel,
+	"mawk":     awkModel,
+	"nawk":     awkModel,
+	"sed":      sedModel,
+	"gsed":     sedModel,
+	"xargs":    xargsModel,
+	"env":      envModel,
+	"rsync":    rsyncModel,
+	"ssh":      sshModel,
+	"scp":      sshModel,
+	"sftp":     sshModel,
+	"sqlite3":  sqliteModel,
+	"zip":      zipModel,
+	"unzip":    unzipModel,
+	"script":   scriptModel,
+	"ed":       stdinOnly("ed reads its editing commands (which may run ! shell commands) from standard input"),
+	"at":       stdinOnly("at reads the commands it schedules from standard input or a file"),
+	"batch":    stdinOnly("batch reads the commands it schedules from standard input or a file"),
+	"crontab":  crontabModel,
+	"source":   sourceModel,
+	".":        sourceModel,
+	"parallel": parallelModel,
+}
+
+// modelFor returns the model of a program name (base name), if any.
+func modelFor(name string) model {
+	if m := programs[name]; m != nil {
+		return m
+	}
+	if pythonName.MatchString(name) {
+		return interpModel
+	}
+	return nil
+}
+
+var pythonName = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
+
+// --- option helpers --------------------------------------------------------
+
+// optValue reads an option that takes a value at words[i]: "-x v", "-xv"
+// (one-letter names), "--name v" and "--name=v". It returns the value and
+// the index of the next word.
+func optValue(words []Word, i int, names ...string) (Word, int, bool) {
+	w := words[i]
+	if !w.Static {
+		return Word{}, i, false
+	}
+	for _, n := range names {
+		switch {
+		case w.Text == n:
+			if i+1 < len(words) {
+				return words[i+1], i + 2, true
+			}
+			return Word{}, i + 1, false
+		case strings.HasPrefix(n, "--") && strings.HasPrefix(w.Text, n+"="):
+			return dropPrefix(w, n+"="), i + 1, true
+		case len(n) == 2 && n[0] == '-' && n[1] != '-' && strings.HasPrefix(w.Text, n) && len(w.Text) > 2 && !strings.HasPrefix(w.Text, "--"):
+			return dropPrefix(w, n), i + 1, true
+		}
+	}
+	return Word{}, i, false
+}
+
+// dropPrefix is the word without a literal prefix of its value ("--output=F"
+// -> "F"), keeping what is computed in the rest.
+func dropPrefix(w Word, prefix string) Word {
+	n := len([]rune(prefix))
+	out := Word{Static: w.Static, Glob: w.Glob, Pos: w.Pos}
+	if n <= len(w.Pattern) {
+		out.Pattern = append(Pattern(nil), w.Pattern[n:]...)
+	}
+	if w.Static {
+		out.Text = strings.TrimPrefix(w.Text, prefix)
+	} else {
+		out.Text = w.Text
+	}
+	out.Tilde = w.Static && strings.HasPrefix(out.Text, "~")
+	return out
+}
+
+// hasOpt reports whether a static word equals one of names (or is
+// "--name=..." for a long name).
+func hasOpt(words []Word, names ...string) bool {
+	for _, w := range words {
+		if !w.Static {
+			continue
+		}
+		for _, n := range names {
+			if w.Text == n || strings.HasPrefix(n, "--") && strings.HasPrefix(w.Text, n+"=") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shortFlag reports whether a cluster of short options ("-fdx") contains
+// letter.
+func shortFlag(w Word, letter byte) bool {
+	return w.Static && len(w.Text) > 1 && w.Text[0] == '-' && w.Text[1] != '-' && strings.IndexByte(w.Text[1:], letter) >= 0
+}
+
+// operandsFrom returns the words from the first operand on, skipping
+// options and the values of valueOpts ("--" ends the options).
+func operandsFrom(words []Word, valueOpts []string) []Word {
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if !w.Static {
+			return words[i:]
+		}
+		if w.Text == "--" {
+			return words[i+1:]
+		}
+		if !strings.HasPrefix(w.Text, "-") || w.Text == "-" {
+			return words[i:]
+		}
+		if contains(valueOpts, w.Text) {
+			i++
+		}
+	}
+	return nil
+}
+
+// joinUnder places a path word under a directory word (git -C dir, tar -C
+// dir): absolute and ~ paths stay as they are.
+func joinUnder(dir *Word, w Word) Word {
+	if dir == nil || (w.Static && (strings.HasPrefix(w.Text, "/") || w.Tilde)) {
+		return w
+	}
+	sep := literalWord("/", w.Pos)
+	out := Word{Static: dir.Static && w.Static, Glob: dir.Glob || w.Glob, Tilde: dir.Tilde, Pos: w.Pos}
+	out.Text = dir.Text + "/" + w.Text
+	out.Pattern = append(append(append(Pattern(nil), dir.Pattern...), sep.Pattern...), w.Pattern...)
+	return out
+}
+
+// computedWord is a value known only at run time.
+func computedWord(text string, pos Pos) Word {
+	return Word{Text: text, Pattern: Pattern{Wild}, Pos: pos}
+}
+
+// --- find ------------------------------------------------------------------
+
+func findModel(iv Invocation, e *effects) {
+	ws := iv.Words
+	i := 1
+	for i < len(ws) && ws[i].Static {
+		t := ws[i].Text
+		if t == "-H" || t == "-L" || t == "-P" || strings.HasPrefix(t, "-O") {
+			i++
+			continue
+		}
+		if t == "-D" {
+			i += 2
+			continue
+		}
+		break
+	}
+	var starts []Word
+	for ; i < len(ws); i++ {
+		w := ws[i]
+		if w.Static && (strings.HasPrefix(w.Text, "-") || w.Text == "(" || w.Text == "!" || w.Text == ",") {
+			break
+		}
+		starts = append(starts, w)
+	}
+	if len(starts) == 0 {
+		starts = []Word{literalWord(".", ws[0].Pos)}
+	}
+	for ; i < len(ws); i++ {
+		w := ws[i]
+		if !w.Static {
+			continue
+		}
+		switch w.Text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(ws) && !(ws[j].Static && (ws[j].Text == ";" || ws[j].Text == "+")) {
+				j++
+			}
+			seg := ws[i+1 : j]
+			if len(seg) > 0 {
+				if injects(seg, "{}") {
+					e.setOpaque("find " + w.Text + " puts file names into the text of the script it runs")
+				}
+				for _, s := range starts {
+					e.run("find "+w.Text, substitute(seg, "{}", s))
+				}
+			}
+			i = j
+		case "-delete":
+			e.del("find -delete", starts)
+		case "-fprint", "-fprint0", "-fls", "-fprintf":
+			if i+1 < len(ws) {
+				e.write("find "+w.Text, ws[i+1], false)
+				i++
+			}
+			if w.Text == "-fprintf" {
+				i++
+			}
+		}
+	}
+}
+
+// substitute replaces the placeholder (find's {}, xargs -I's string) in a
+// command line with what it stands for: a path under start.
+func substitute(words []Word, placeholder string, start Word) []Word {
+	out := make([]Word, len(words))
+	for k, w := range words {
+		if !w.Static || !strings.Contains(w.Text, placeholder) {
+			out[k] = w
+			continue
+		}
+		if !start.Static {
+			out[k] = Word{Text: w.Text, Pattern: Pattern{Wild}, Pos: w.Pos}
+			continue
+		}
+		under := strings.TrimSuffix(start.Text, "/") + "/*"
+		text := strings.ReplaceAll(w.Text, placeholder, under)
+		var p Pattern
+		parts := strings.Split(w.Text, placeholder)
+		for n, part := range parts {
+			if n > 0 {
+				p = append(p, Literal(strings.TrimSuffix(start.Text, "/")+"/")...)
+				p = appendWild(p)
+			}
+			p = append(p, Literal(part)...)
+		}
+		out[k] = Word{Text: text, Static: true, Glob: true, Tilde: strings.HasPrefix(text, "~"), Pattern: p, Pos: w.Pos}
+	}
+	return out
+}
+
+// injects reports whether a command line run by find or xargs hands a
+// script to a shell or interpreter with the placeholder inside the script's
+// text: the data it stands for becomes code.
+func injects(words []Word, placeholder string) bool {
+	if len(words) == 0 || !words[0].Static {
+		return false
+	}
+	name := Invocation{Words: words}.Name()
+	_, interp := interpreters[name]
+	if !shells[name] && !otherShells[name] && !interp && !pythonName.MatchString(name) {
+		return false
+	}
+	for _, w := range words[1:] {
+		if w.Static && strings.Contains(w.Text, placeholder) && w.Text != placeholder {
+			return true
+		}
+	}
+	return false
+}
+
+// --- git -------------------------------------------------------------------
+
+// gitHarmlessKeys are configuration keys whose value never names a command.
+var gitHarmlessKeys = set("user.name", "user.email", "user.signingkey", "core.autocrlf", "core.quotepath",
+	"core.abbrev", "core.safecrlf", "core.filemode", "core.ignorecase", "core.longpaths", "core.eol",
+	"init.defaultbranch", "diff.noprefix", "diff.renames", "diff.algorithm", "diff.colormoved",
+	"merge.conflictstyle", "pull.rebase", "pull.ff", "push.default", "push.autosetupremote", "fetch.prune",
+	"rebase.autostash", "gc.auto", "protocol.version", "safe.directory", "commit.gpgsign", "tag.gpgsign",
+	"help.autocorrect", "log.showsignature", "format.pretty", "grep.linenumber", "column.ui", "status.short",
+	"status.branch", "advice.detachedhead")
+
+var gitHarmlessPrefixes = []string{"color.", "advice.", "i18n.", "user.", "log.", "status."}
+
+var boolOrNumber = regexp.MustCompile(`^(?i:true|false|yes|no|on|off|-?[0-9]+[kmg]?)$`)
+
+// gitSetting judges one configuration setting (git -c key=value, git
+// config key value, git clone -c): a value that may name a command is run
+// as a shell command, an alias as a git command line (or, after "!", a
+// shell command). Only a small list of keys is known to be harmless.
+func gitSetting(e *effects, label string, key string, value Word) {
+	key = strings.ToLower(key)
+	if value.Static && boolOrNumber.MatchString(value.Text) {
+		return
+	}
+	if gitHarmlessKeys[key] {
+		return
+	}
+	for _, p := range gitHarmlessPrefixes {
+		if strings.HasPrefix(key, p) {
+			return
+		}
+	}
+	label = label + " " + key
+	switch {
+	case key == "core.hookspath" || key == "init.templatedir":
+		e.setOpaque(label + " makes git run hook programs from a directory")
+	case strings.HasPrefix(key, "alias."):
+		if value.Static && !strings.HasPrefix(value.Text, "!") {
+			e.script(label, literalWord("git "+value.Text, value.Pos))
+			return
+		}
+		e.script(label, dropPrefix(value, "!"))
+	default:
+		if value.Static && strings.HasPrefix(value.Text, "!") {
+			value = dropPrefix(value, "!")
+		}
+		e.script(label, value)
+	}
+}
+
+// gitKeyValue splits a "key=value" word.
+func gitKeyValue(w Word) (key string, value Word, ok bool) {
+	lit := []rune{}
+	for _, r := range w.Pattern {
+		if r == Wild {
+			break
+		}
+		lit = append(lit, r)
+	}
+	k, _, found := strings.Cut(string(lit), "=")
+	if !found {
+		if w.Static {
+			return w.Text, literalWord("true", w.Pos), true
+		}
+		return "", Word{}, false
+	}
+	return k, dropPrefix(w, k+"="), true
+}
+
+func gitModel(iv Invocation, e *effects) {
+	ws := iv.Words
+	var dir *Word
+	i := 1
+	for i < len(ws) {
+		w := ws[i]
+		if !w.Static {
+			e.setOpaque("a git option or subcommand is computed at run time")
+			return
+		}
+		t := w.Text
+		switch {
+		case t == "-C" && i+1 < len(ws):
+			d := joinUnder(dir, ws[i+1])
+			dir = &d
+			i += 2
+			continue
+		case t == "-c" && i+1 < len(ws):
+			if key, val, ok := gitKeyValue(ws[i+1]); ok {
+				gitSetting(e, "git -c", key, val)
+			} else {
+				e.script("git -c", ws[i+1])
+			}
+			i += 2
+			continue
+		case t == "--config-env" || strings.HasPrefix(t, "--config-env="):
+			e.setOpaque("git --config-env takes configuration (which may name commands) from the environment")
+			return
+		case t == "--exec-path" || strings.HasPrefix(t, "--exec-path="):
+			if t != "--exec-path" {
+				e.setOpaque("git --exec-path makes git run its subcommands from another directory")
+				return
+			}
+			i++
+			continue
+		case t == "--git-dir" || t == "--work-tree" || t == "--namespace" || t == "--super-prefix":
+			i += 2
+			continue
+		case strings.HasPrefix(t, "-"):
+			i++
+			continue
+		}
+		break
+	}
+	if i >= len(ws) {
+		return
+	}
+	sub, rest := ws[i].Text, ws[i+1:]
+	label := "git " + sub
+	under := func(w Word) Word { return joinUnder(dir, w) }
+	switch sub {
+	case "config":
+		gitConfig(e, rest, dir)
+	case "submodule":
+		ops := operandsFrom(rest, nil)
+		if len(ops) > 0 && ops[0].Static && ops[0].Text == "foreach" {
+			cmd := ops[1:]
+			for len(cmd) > 0 && cmd[0].Static && (cmd[0].Text == "--recursive" || cmd[0].Text == "-q" || cmd[0].Text == "--quiet") {
+				cmd = cmd[1:]
+			}
+			if len(cmd) > 0 {
+				e.script("git submodule foreach", joinWords(cmd))
+			}
+		}
+	case "clean":
+		if hasOpt(rest, "-n", "--dry-run") || clusterHas(rest, 'n') {
+			return
+		}
+		var paths []Word
+		for _, w := range operandsFrom(rest, []string{"-e", "--exclude"}) {
+			paths = append(paths, under(w))
+		}
+		if len(paths) == 0 {
+			d := literalWord(".", ws[i].Pos)
+			if dir != nil {
+				d = *dir
+			}
+			paths = []Word{d}
+		}
+		e.del("git clean", paths)
+	case "log", "diff", "show", "format-patch", "range-diff", "whatchanged", "diff-tree", "diff-files", "diff-index", "archive":
+		for k := 0; k < len(rest); k++ {
+			if v, next, ok := optValue(rest, k, "--output"); ok {
+				e.write(label+" --output", under(v), false)
+				k = next - 1
+				continue
+			}
+			if sub == "archive" {
+				if v, next, ok := optValue(rest, k, "-o"); ok {
+					e.write(label+" -o", under(v), false)
+					k = next - 1
+					continue
+				}
+				if v, next, ok := optValue(rest, k, "--exec", "--remote"); ok {
+					if rest[k].Text == "--exec" || strings.HasPrefix(rest[k].Text, "--exec=") {
+						e.script(label+" --exec", v)
+					}
+					k = next - 1
+					continue
+				}
+			}
+			if sub == "format-patch" {
+				if v, next, ok := optValue(rest, k, "-o", "--output-directory"); ok {
+					e.write(label+" --output-directory", under(v), true)
+					k = next - 1
+				}
+			}
+		}
+		if sub == "diff" || sub == "log" || sub == "show" {
+			if hasOpt(rest, "--ext-diff") {
+				e.setOpaque("git " + sub + " --ext-diff runs the diff program the configuration names")
+			}
+		}
+	case "difftool", "mergetool":
+		for k := 0; k < len(rest); k++ {
+			if v, next, ok := optValue(rest, k, "--extcmd", "-x"); ok {
+				e.script(label+" --extcmd", v)
+				k = next - 1
+			}
+		}
+	case "rebase":
+		for k := 0; k < len(rest); k++ {
+			if v, next, ok := optValue(rest, k, "--exec", "-x"); ok {
+				e.script(label+" --exec", v)
+				k = next - 1
+			}
+		}
+	case "bisect":
+		if len(rest) > 0 && rest[0].Static && rest[0].Text == "run" {
+			e.run("git bisect run", rest[1:])
+		}
+	case "filter-branch":
+		for k := 0; k < len(rest); k++ {
+			if v, next, ok := optValue(rest, k, "--env-filter", "--tree-filter", "--index-filter", "--parent-filter",
+				"--msg-filter", "--commit-filter", "--tag-name-filter"); ok {
+				e.script(label+" "+strings.SplitN(rest[k].Text, "=", 2)[0], v)
+				k = next - 1
+			}
+		}
+	case "fetch", "pull", "clone", "ls-remote", "push", "submodule-update":
+		for k := 0; k < len(rest); k++ {
+			names := []string{"--upload-pack", "--receive-pack", "--exec"}
+			if sub == "clone" || sub == "ls-remote" {
+				names = append(names, "-u")
+			}
+			if v, next, ok := optValue(rest, k, names...); ok {
+				e.script(label+" "+strings.SplitN(rest[k].Text, "=", 2)[0], v)
+				k = next - 1
+				continue
+			}
+			if sub == "clone" {
+				if v, next, ok := optValue(rest, k, "-c", "--config"); ok {
+					if key, val, ok := gitKeyValue(v); ok {
+						gitSetting(e, "git clone -c", key, val)
+					} else {
+						e.script("git clone -c", v)
+					}
+					k = next - 1
+					continue
+				}
+				if _, _, ok := optValue(rest, k, "--template"); ok {
+					e.setOpaque("git clone --template installs hook programs from a directory")
+				}
+			}
+		}
+		if sub == "clone" {
+			ops := operandsFrom(rest, []string{"-o", "--origin", "-b", "--branch", "-u", "--upload-pack", "--reference",
+				"--separate-git-dir", "--depth", "--shallow-since", "--shallow-exclude", "-j", "--jobs", "-c", "--config",
+				"--filter", "--template", "--bundle-uri", "--server-option", "--ref-format"})
+			if len(ops) >= 2 {
+				e.write("git clone", under(ops[1]), true)
+			}
+		}
+	case "grep":
+		for k := 0; k < len(rest); k++ {
+			w := rest[k]
+			if w.Static && (strings.HasPrefix(w.Text, "-O") && len(w.Text) > 2 && !strings.HasPrefix(w.Text, "--")) {
+				e.script("git grep -O", dropPrefix(w, "-O"))
+			}
+			if w.Static && strings.HasPrefix(w.Text, "--open-files-in-pager=") {
+				e.script("git grep --open-files-in-pager", dropPrefix(w, "--open-files-in-pager="))
+			}
+		}
+	case "worktree":
+		ops := operandsFrom(rest, nil)
+		if len(ops) >= 2 && ops[0].Static && ops[0].Text == "add" {
+			if p := operandsFrom(ops[1:], []string{"-b", "-B", "--reason"}); len(p) > 0 {
+				e.write("git worktree add", under(p[0]), true)
+			}
+		}
+	case "send-email":
+		for k := 0; k < len(rest); k++ {
+			if v, next, ok := optValue(rest, k, "--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"); ok {
+				e.script(label+" "+strings.SplitN(rest[k].Text, "=", 2)[0], v)
+				k = next - 1
+			}
+		}
+	}
+}
+
+// clusterHas reports whether a short-option cluster among words has letter.
+func clusterHas(words []Word, letter byte) bool {
+	for _, w := range words {
+		if shortFlag(w, letter) {
+			return true
+		}
+	}
+	return false
+}
+
+// joinWords joins words into one script word (a computed word makes it
+// computed).
+func joinWords(words []Word) Word {
+	out := Word{Static: AllStatic(words), Pos: words[0].Pos, Text: JoinText(words), Pattern: wordsPattern(words)}
+	return out
+}
+
+// gitConfig: git config setting a key that may name a command (or any
+// alias) runs that command later; writing --global/--system/--file config
+// writes that file.
+func gitConfig(e *effects, rest []Word, dir *Word) {
+	reads := false
+	var file *Word
+	var ops []Word
+	for k := 0; k < len(rest); k++ {
+		w := rest[k]
+		if !w.Static {
+			ops = append(ops, w)
+			continue
+		}
+		switch w.Text {
+		case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool", "--list", "-l",
+			"--unset", "--unset-all", "--remove-section", "--rename-section", "--show-origin", "--show-scope", "--name-only":
+			if !strings.HasPrefix(w.Text, "--unset") && !strings.HasSuffix(w.Text, "-section") {
+				reads = true
+			}
+			continue
+		case "--global":
+			f := literalWord("~/.gitconfig", w.Pos)
+			f.Tilde = true
+			file = &f
+			continue
+		case "--system":
+			f := literalWord("/etc/gitconfig", w.Pos)
+			file = &f
+			continue
+		}
+		if v, next, ok := optValue(rest, k, "-f", "--file"); ok {
+			f := joinUnder(dir, v)
+			file = &f
+			k = next - 1
+			continue
+		}
+		if _, next, ok := optValue(rest, k, "--blob", "--type", "--default", "--comment", "--value"); ok {
+			k = next - 1
+			continue
+		}
+		if strings.HasPrefix(w.Text, "-") {
+			continue
+		}
+		ops = append(ops, w)
+	}
+	if len(ops) > 0 && ops[0].Static {
+		switch ops[0].Text {
+		case "get", "list":
+			return
+		case "set":
+			ops = ops[1:]
+		case "unset", "rename-section", "remove-section":
+			ops = nil
+		case "edit":
+			ops = nil
+		}
+	}
+	if reads {
+		return
+	}
+	if len(ops) >= 2 {
+		if !ops[0].Static {
+			e.setOpaque("git config sets a key computed at run time")
+		} else {
+			gitSetting(e, "git config", ops[0].Text, ops[1])
+		}
+	}
+	if file != nil {
+		e.write("git config", *file, false)
+	}
+}
+
+// --- go --------------------------------------------------------------------
+
+func goModel(iv Invocation, e *effects) {
+	ws := iv.Words
+	i := 1
+	if i+1 < len(ws) && ws[i].Static && ws[i].Text == "-C" {
+		i += 2
+	}
+	if i >= len(ws) || !ws[i].Static {
+		return
+	}
+	sub, rest := ws[i].Text, ws[i+1:]
+	label := "go " + sub
+	switch sub {
+	case "generate":
+		e.setOpaque("go generate runs the commands written in //go:generate lines of the source files")
+		return
+	case "env":
+		if !hasOpt(rest, "-w", "-u") {
+			return
+		}
+		f := literalWord("~/.config/go/env", ws[i].Pos)
+		f.Tilde = true
+		e.write("go env -w", f, false)
+		for _, w := range operandsFrom(rest, nil) {
+			if !w.Static {
+				e.setOpaque("go env -w sets a value computed at run time")
+				continue
+			}
+			k, v, _ := strings.Cut(w.Text, "=")
+			switch k {
+			case "GOFLAGS":
+				if strings.Contains(v, "exec") || strings.Contains(v, "vettool") || strings.Contains(v, "extld") {
+					e.setOpaque("go env -w GOFLAGS makes later go commands run a program")
+				}
+			case "CC", "CXX", "FC", "AR", "PKG_CONFIG", "GOTOOLCHAIN":
+				e.script("go env -w "+k, literalWord(v, w.Pos))
+			}
+		}
+		return
+	}
+	for k := 0; k < len(rest); k++ {
+		w := rest[k]
+		if !w.Static || !strings.HasPrefix(w.Text, "-") {
+			continue
+		}
+		if w.Text == "--" {
+			break
+		}
+		if sub == "run" && !strings.HasPrefix(w.Text, "-") {
+			break
+		}
+		norm := rest[k]
+		if strings.HasPrefix(w.Text, "--") {
+			norm = dropPrefix(w, "-")
+		}
+		tmp := append([]Word{norm}, rest[k+1:]...)
+		if v, next, ok := optValue(tmp, 0, "-exec", "--exec"); ok && (norm.Text == "-exec" || strings.HasPrefix(norm.Text, "-exec=")) {
+			e.script(label+" -exec", v)
+			k += next - 1
+			continue
+		}
+		if v, next, ok := optValue(tmp, 0, "-toolexec", "--toolexec"); ok && (norm.Text == "-toolexec" || strings.HasPrefix(norm.Text, "-toolexec=")) {
+			e.script(label+" -toolexec", v)
+			k += next - 1
+			continue
+		}
+		if v, next, ok := optValue(tmp, 0, "-vettool", "--vettool"); ok && (norm.Text == "-vettool" || strings.HasPrefix(norm.Text, "-vettool=")) {
+			e.script(label+" -vettool", v)
+			k += next - 1
+			continue
+		}
+		if norm.Text == "-o" && k+1 < len(rest) {
+			e.write(label+" -o", rest[k+1], false)
+			k++
+			continue
+		}
+		if strings.HasPrefix(norm.Text, "-o=") {
+			e.write(label+" -o", dropPrefix(norm, "-o="), false)
+			continue
+		}
+		if strings.Contains(w.Text, "extld") || (k+1 < len(rest) && strings.HasSuffix(norm.Text, "ldflags") && rest[k+1].Static && strings.Contains(rest[k+1].Text, "extld")) {
+			e.setOpaque(label + " -ldflags -extld names a linker program to run")
+		}
+	}
+}
+
+// --- npm, npx, pnpm, yarn --------------------------------------------------
+
+var npmValueOpts = []string{"-w", "--workspace", "--prefix", "-C", "--userconfig", "--cache", "--registry", "-p", "--package", "--loglevel"}
+
+// execRest: the words run by npm exec / npx: an explicit --call/-c script,
+// or the command line from the first operand.
+func execRest(label string, rest []Word, e *effects) {
+	for k := 0; k < len(rest); k++ {
+		if v, next, ok := optValue(rest, k, "-c", "--call"); ok {
+			e.script(label+" --call", v)
+			k = next - 1
+			continue
+		}
+		w := rest[k]
+		if !w.Static || w.Text == "--" || !strings.HasPrefix(w.Text, "-") {
+			e.run(label, operandsFrom(rest[k:], npmValueOpts))
+			return
+		}
+		if contains(npmValueOpts, w.Text) {
+			k++
+		}
+	}
+}
+
+func npmModel(iv Invocation, e *effects) {
+	ops := operandsFrom(iv.Words[1:], npmValueOpts)
+	if len(ops) == 0 || !ops[0].Static {
+		return
+	}
+	switch ops[0].Text {
+	case "exec", "x":
+		execRest("npm "+ops[0].Text, ops[1:], e)
+	}
+}
+
+func npxModel(iv Invocation, e *effects) { execRest("npx", iv.Words[1:], e) }
+
+func pnpmModel(iv Invocation, e *effects) {
+	ops := operandsFrom(iv.Words[1:], npmValueOpts)
+	if len(ops) == 0 || !ops[0].Static {
+		return
+	}
+	switch ops[0].Text {
+	case "dlx", "exec":
+		if hasOpt(iv.Words[1:], "-c", "--shell-mode") {
+			if cmd := operandsFrom(ops[1:], npmValueOpts); len(cmd) > 0 {
+				e.script("pnpm "+ops[0].Text+" --shell-mode", joinWords(cmd))
+			}
+			return
+		}
+		execRest("pnpm "+ops[0].Text, ops[1:], e)
+	}
+}
+
+func yarnModel(iv Invocation, e *effects) {
+	ops := operandsFrom(iv.Words[1:], npmValueOpts)
+	if len(ops) == 0 || !ops[0].Static {
+		return
+	}
+	switch ops[0].Text {
+	case "dlx", "exec":
+		execRest("yarn "+ops[0].Text, ops[1:], e)
+	}
+}
+
+// --- pip -------------------------------------------------------------------
+
+// pipModel: installing is plain use; options that place files elsewhere
+// write there.
+func pipModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-t", "--target", "--prefix", "--root", "-d", "--dest", "-w", "--wheel-dir", "--src", "--log", "--report"); ok {
+			e.write("pip "+strings.SplitN(ws[k].Text, "=", 2)[0], v, true)
+			k = next - 1
+		}
+	}
+}
+
+// --- tar -------------------------------------------------------------------
+
+var letters = regexp.MustCompile(`^[A-Za-z]+$`)
+
+// tarValueLetters are GNU tar's short options that take a value.
+const tarValueLetters = "bCfFgHIKLNTVX"
+
+type tarOpt struct {
+	name string // "-f", "--file", ...
+	val  Word
+}
+
+func tarModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	var opts []tarOpt
+	var ops []Word
+	pendingVals := []byte{} // old-style cluster letters waiting for values
+	for k := 0; k < len(ws); k++ {
+		w := ws[k]
+		if !w.Static {
+			ops = append(ops, w)
+			continue
+		}
+		t := w.Text
+		switch {
+		case len(pendingVals) > 0:
+			opts = append(opts, tarOpt{"-" + string(pendingVals[0]), w})
+			pendingVals = pendingVals[1:]
+		case t == "--":
+			ops = append(ops, ws[k+1:]...)
+			k = len(ws)
+		case strings.HasPrefix(t, "--"):
+			name, _, hasVal := strings.Cut(t, "=")
+			if hasVal {
+				opts = append(opts, tarOpt{name, dropPrefix(w, name+"=")})
+				continue
+			}
+			switch name {
+			case "--file", "--directory", "--to-command", "--use-compress-program", "--info-script", "--new-volume-script",
+				"--rsh-command", "--rmt-command", "--index-file", "--listed-incremental", "--files-from", "--exclude-from",
+				"--checkpoint-action", "--owner", "--group", "--mode", "--transform", "--xform", "--exclude", "--label", "--format", "--blocking-factor":
+				if k+1 < len(ws) {
+					opts = append(opts, tarOpt{name, ws[k+1]})
+					k++
+				}
+			default:
+				opts = append(opts, tarOpt{name: name})
+			}
+		case strings.HasPrefix(t, "-") && len(t) > 1:
+			for n := 1; n < len(t); n++ {
+				c := t[n]
+				if strings.IndexByte(tarValueLetters, c) >= 0 {
+					if n+1 < len(t) {
+						opts = append(opts, tarOpt{"-" + string(c), dropPrefix(w, t[:n+1])})
+					} else if k+1 < len(ws) {
+						opts = append(opts, tarOpt{"-" + string(c), ws[k+1]})
+						k++
+					}
+					break
+				}
+				opts = append(opts, tarOpt{name: "-" + string(c)})
+			}
+		case k == 0 && letters.MatchString(t):
+			// Old style: "tar czf out.tgz src"; value letters take the
+			// following words in order.
+			for n := 0; n < len(t); n++ {
+				if strings.IndexByte(tarValueLetters, t[n]) >= 0 {
+					pendingVals = append(pendingVals, t[n])
+				} else {
+					opts = append(opts, tarOpt{name: "-" + string(t[n])})
+				}
+			}
+		default:
+			ops = append(ops, w)
+		}
+	}
+	mode := ""
+	var dir *Word
+	var files []Word
+	absolute := false
+	for _, o := range opts {
+		switch o.name {
+		case "-c", "--create":
+			mode = "create"
+		case "-r", "--append", "-u", "--update", "-A", "--catenate", "--concatenate", "--delete":
+			mode = "append"
+		case "-x", "--extract", "--get":
+			mode = "extract"
+		case "-C", "--directory":
+			d := joinUnder(dir, o.val)
+			dir = &d
+		case "-f", "--file":
+			files = append(files, o.val)
+		case "-P", "--absolute-names":
+			absolute = true
+		case "--to-command":
+			e.script("tar --to-command", o.val)
+		case "-I", "--use-compress-program":
+			e.script("tar --use-compress-program", o.val)
+		case "-F", "--info-script", "--new-volume-script":
+			e.script("tar --info-script", o.val)
+		case "--rsh-command", "--rmt-command":
+			e.script("tar "+o.name, o.val)
+		case "--checkpoint-action":
+			if o.val.Static {
+				if cmd, ok := strings.CutPrefix(o.val.Text, "exec="); ok {
+					e.script("tar --checkpoint-action=exec", literalWord(cmd, o.val.Pos))
+				}
+			} else {
+				e.script("tar --checkpoint-action", o.val)
+			}
+		case "--index-file", "-g", "--listed-incremental":
+			e.write("tar "+o.name, o.val, false)
+		case "--remove-files":
+			var gone []Word
+			for _, w := range ops {
+				gone = append(gone, joinUnder(dir, w))
+			}
+			e.del("tar --remove-files", gone)
+		}
+	}
+	switch mode {
+	case "create", "append":
+		for _, f := range files {
+			if !(f.Static && f.Text == "-") {
+				e.write("tar -f", f, false)
+			}
+		}
+	case "extract":
+		target := literalWord(".", iv.Words[0].Pos)
+		if dir != nil {
+			target = *dir
+		}
+		if absolute {
+			e.write("tar -x --absolute-names", computedWord("(any path in the archive)", iv.Words[0].Pos), true)
+		}
+		e.write("tar -x", target, true)
+	}
+}
+
+// --- rg, sort, less, man ---------------------------------------------------
+
+func rgModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "--pre"); ok {
+			e.runs = append(e.runs, Invocation{Words: []Word{v}, Wrapper: "rg --pre", appends: true})
+			k = next - 1
+		}
+	}
+}
+
+func sortModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-o", "--output"); ok {
+			e.write("sort -o", v, false)
+			k = next - 1
+			continue
+		}
+		if v, next, ok := optValue(ws, k, "--compress-program"); ok {
+			e.runs = append(e.runs, Invocation{Words: []Word{v}, Wrapper: "sort --compress-program", appends: true})
+			k = next - 1
+		}
+	}
+}
+
+var plainPagerStart = regexp.MustCompile(`^\+([0-9]*[GgF]?|/[^!|]*|[0-9]+)$`)
+
+// pagerModel: less and more run a pager command given as +cmd at start
+// (less "+!cmd" runs a shell command); less -o writes a log file.
+func pagerModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		w := ws[k]
+		if w.Static && strings.HasPrefix(w.Text, "+") && !plainPagerStart.MatchString(w.Text) {
+			e.code(w.Text, w)
+			continue
+		}
+		if !w.Static && strings.HasPrefix(w.Text, "+") {
+			e.code("+", w)
+			continue
+		}
+		if v, next, ok := optValue(ws, k, "-o", "-O", "--log-file", "--LOG-FILE", "-k", "--lesskey-file"); ok {
+			if ws[k].Text == "-k" || strings.HasPrefix(ws[k].Text, "--lesskey") {
+				e.code(ws[k].Text, v)
+			} else {
+				e.write(iv.Name()+" --log-file", v, false)
+			}
+			k = next - 1
+		}
+	}
+}
+
+func manModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-P", "--pager", "--html", "-H"); ok {
+			e.script("man "+strings.SplitN(ws[k].Text, "=", 2)[0], v)
+			k = next - 1
+		}
+	}
+}
+
+// --- editors ---------------------------------------------------------------
+
+func vimModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	exMode := iv.Name() == "ex"
+	for k := 0; k < len(ws); k++ {
+		w := ws[k]
+		if !w.Static {
+			if strings.HasPrefix(w.Text, "+") || strings.HasPrefix(w.Text, "-") {
+				e.code(w.Text, w)
+			}
+			continue
+		}
+		switch {
+		case w.Text == "-c" || w.Text == "--cmd":
+			if k+1 < len(ws) {
+				e.code(w.Text, ws[k+1])
+				k++
+			}
+		case strings.HasPrefix(w.Text, "+") && !plainPagerStart.MatchString(w.Text):
+			e.code(w.Text, w)
+		case w.Text == "-e" || w.Text == "-E" || w.Text == "-es" || w.Text == "-Es" || w.Text == "-se":
+			exMode = true
+		case w.Text == "-S" || w.Text == "-u" || w.Text == "-U" || w.Text == "-s" || w.Text == "-w" || w.Text == "-W" || w.Text == "-i" || w.Text == "-T" || w.Text == "-t" || w.Text == "-q" || w.Text == "--servername" || w.Text == "--remote-send":
+			if w.Text == "--remote-send" && k+1 < len(ws) {
+				e.code(w.Text, ws[k+1])
+			}
+			if w.Text == "-w" || w.Text == "-W" {
+				if k+1 < len(ws) {
+					e.write(iv.Name()+" "+w.Text, ws[k+1], false)
+				}
+			}
+			k++
+		}
+	}
+	if exMode {
+		e.setOpaque("in Ex mode " + iv.Name() + " reads editor commands (which may run shell commands) from standard input")
+	}
+}
+
+func emacsModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "--eval", "-eval", "--execute", "-f", "--funcall", "-funcall"); ok {
+			e.code(strings.SplitN(ws[k].Text, "=", 2)[0], v)
+			k = next - 1
+		}
+	}
+}
+
+// --- awk, sed --------------------------------------------------------------
+
+var (
+	awkSystem    = regexp.MustCompile(`\bsystem\s*\(|@load|@include`)
+	awkRedirect  = regexp.MustCompile(`\bprintf?\b[^;}\n]*>`)
+	awkOrOr      = regexp.MustCompile(`\|\|`)
+	awkValueOpts = []string{"-v", "-F", "--field-separator", "--assign", "-f", "--file", "-E", "--exec", "-i", "--include", "-e", "--source", "-l", "--load", "-o", "--pretty-print", "-p", "--profile", "-d", "--dump-variables", "-W"}
+)
+
+// awkRisky reports whether an awk program may run commands or write files:
+// system(), a pipe to or from a command, print/printf redirected to a file,
+// or gawk's @load/@include.
+func awkRisky(prog string) bool {
+	return awkSystem.MatchString(prog) || strings.Contains(awkOrOr.ReplaceAllString(prog, ""), "|") || awkRedirect.MatchString(prog)
+}
+
+func awkModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	fromFile := false
+	var progs []Word
+	k := 0
+	for ; k < len(ws); k++ {
+		w := ws[k]
+		if !w.Static {
+			break
+		}
+		if w.Text == "--" {
+			k++
+			break
+		}
+		if !strings.HasPrefix(w.Text, "-") || w.Text == "-" {
+			break
+		}
+		if v, next, ok := optValue(ws, k, "-e", "--source"); ok {
+			progs = append(progs, v)
+			k = next - 1
+			continue
+		}
+		if v, next, ok := optValue(ws, k, "-l", "--load"); ok {
+			e.code(strings.SplitN(ws[k].Text, "=", 2)[0], v)
+			k = next - 1
+			continue
+		}
+		if v, next, ok := optValue(ws, k, "-o", "--pretty-print", "-p", "--profile", "-d", "--dump-variables"); ok {
+			e.write(iv.Name()+" "+strings.SplitN(ws[k].Text, "=", 2)[0], v, false)
+			k = next - 1
+			continue
+		}
+		if _, next, ok := optValue(ws, k, "-f", "--file", "-E", "--exec", "-i", "--include"); ok {
+			fromFile = true
+			k = next - 1
+			continue
+		}
+		if _, next, ok := optValue(ws, k, awkValueOpts...); ok {
+			k = next - 1
+		}
+	}
+	if !fromFile && len(progs) == 0 && k < len(ws) {
+		progs = append(progs, ws[k])
+	}
+	for _, p := range progs {
+		if !p.Static || awkRisky(p.Text) {
+			e.code(p.Text, p)
+		}
+	}
+}
+
+func sedModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	sandbox := hasOpt(ws, "--sandbox")
+	var scripts []Word
+	explicit := false
+	var ops []Word
+	for k := 0; k < len(ws); k++ {
+		w := ws[k]
+		if v, next, ok := optValue(ws, k, "-e", "--expression"); ok {
+			scripts = append(scripts, v)
+			explicit = true
+			k = next - 1
+			continue
+		}
+		if _, next, ok := optValue(ws, k, "-f", "--file", "-l", "--line-length"); ok {
+			if w.Text != "-l" && !strings.HasPrefix(w.Text, "--line") {
+				explicit = true
+			}
+			k = next - 1
+			continue
+		}
+		if w.Static && w.Text == "--" {
+			ops = append(ops, ws[k+1:]...)
+			break
+		}
+		if w.Option() {
+			continue
+		}
+		ops = append(ops, w)
+	}
+	if !explicit && len(ops) > 0 {
+		scripts = append(scripts, ops[0])
+	}
+	if sandbox {
+		return
+	}
+	for _, s := range scripts {
+		if !s.Static || !sedSimple(s.Text) {
+			e.code(s.Text, s)
+		}
+	}
+}
+
+// sedSimple reports whether a sed script only edits the stream: no e
+// command or s///e flag (runs a command), no w/W command or s///w flag
+// (writes a file), and nothing this scanner does not know.
+func sedSimple(s string) bool {
+	rs := []rune(s)
+	i := 0
+	skipRe := func(delim rune) bool {
+		for i < len(rs) {
+			if rs[i] == '\\' {
+				i += 2
+				continue
+			}
+			if rs[i] == delim {
+				i++
+				return true
+			}
+			if rs[i] == '\n' && delim != '\n' {
+				return false
+			}
+			i++
+		}
+		return false
+	}
+	toEOL := func() {
+		for i < len(rs) && rs[i] != '\n' && rs[i] != ';' {
+			i++
+		}
+	}
+	address := func() bool {
+		switch {
+		case i < len(rs) && (rs[i] >= '0' && rs[i] <= '9'):
+			for i < len(rs) && (rs[i] >= '0' && rs[i] <= '9' || rs[i] == '~') {
+				i++
+			}
+		case i < len(rs) && rs[i] == '$':
+			i++
+		case i < len(rs) && rs[i] == '/':
+			i++
+			if !skipRe('/') {
+				return false
+			}
+			for i < len(rs) && (rs[i] == 'I' || rs[i] == 'M') {
+				i++
+			}
+		case i+1 < len(rs) && rs[i] == '\\':
+			d := rs[i+1]
+			i += 2
+			if !skipRe(d) {
+				return false
+			}
+		}
+		return true
+	}
+	for i < len(rs) {
+		for i < len(rs) && (rs[i] == ' ' || rs[i] == '\t' || rs[i] == '\n' || rs[i] == ';' || rs[i] == '}') {
+			i++
+		}
+		if i >= len(rs) {
+			return true
+		}
+		if !address() {
+			return false
+		}
+		if i < len(rs) && rs[i] == ',' {
+			i++
+			if i < len(rs) && (rs[i] == '+' || rs[i] == '~') {
+				i++
+			}
+			if !address() {
+				return false
+			}
+		}
+		for i < len(rs) && (rs[i] == ' ' || rs[i] == '!') {
+			i++
+		}
+		if i >= len(rs) {
+			return false
+		}
+		c := rs[i]
+		i++
+		switch c {
+		case '{':
+		case 's', 'y':
+			if i >= len(rs) || rs[i] == '\n' || rs[i] == '\\' {
+				return false
+			}
+			d := rs[i]
+			i++
+			if !skipRe(d) || !skipRe(d) {
+				return false
+			}
+			if c == 's' {
+				for i < len(rs) && rs[i] != ';' && rs[i] != '\n' && rs[i] != '}' && rs[i] != ' ' {
+					switch rs[i] {
+					case 'g', 'p', 'i', 'I', 'm', 'M', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+					default:
+						return false // e (execute), w (write) or unknown
+					}
+					i++
+				}
+			}
+		case 'p', 'P', 'd', 'D', 'n', 'N', 'g', 'G', 'h', 'H', 'x', '=', 'z', 'F', 'l', 'q', 'Q':
+			for i < len(rs) && rs[i] >= '0' && rs[i] <= '9' {
+				i++
+			}
+		case 'a', 'i', 'c':
+			for i < len(rs) && rs[i] != '\n' {
+				if rs[i] == '\\' {
+					i++
+				}
+				i++
+			}
+		case ':', 'b', 't', 'T':
+			toEOL()
+		case 'r', 'R':
+			for i < len(rs) && rs[i] != '\n' {
+				i++
+			}
+		case '#':
+			for i < len(rs) && rs[i] != '\n' {
+				i++
+			}
+		default:
+			return false // e, w, W, v and anything unknown
+		}
+	}
+	return true
+}
+
+// --- xargs, env, parallel, script ------------------------------------------
+
+// xargsModel: with -I/-i/--replace the replace string inside a script text
+// makes the input data code.
+func xargsModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	repl := ""
+	for k := 0; k < len(ws); k++ {
+		w := ws[k]
+		if !w.Static {
+			break
+		}
+		if w.Text == "-I" && k+1 < len(ws) && ws[k+1].Static {
+			repl = ws[k+1].Text
+			k++
+			continue
+		}
+		if strings.HasPrefix(w.Text, "-I") && len(w.Text) > 2 {
+			repl = w.Text[2:]
+			continue
+		}
+		if w.Text == "-i" || w.Text == "--replace" {
+			repl = "{}"
+			continue
+		}
+		if strings.HasPrefix(w.Text, "--replace=") || strings.HasPrefix(w.Text, "-i") && len(w.Text) > 2 {
+			repl = strings.TrimPrefix(strings.TrimPrefix(w.Text, "--replace="), "-i")
+			continue
+		}
+		if !strings.HasPrefix(w.Text, "-") {
+			if repl != "" && injects(ws[k:], repl) {
+				e.setOpaque("xargs puts its input into the text of the script it runs")
+			}
+			return
+		}
+	}
+}
+
+// commandVars hold a command line that programs run (git runs $GIT_PAGER,
+// less runs $LESSOPEN, ...).
+var commandVars = set("GIT_PAGER", "PAGER", "GIT_EDITOR", "EDITOR", "VISUAL", "GIT_SSH_COMMAND", "GIT_SSH",
+	"GIT_EXTERNAL_DIFF", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "GIT_PROXY_COMMAND",
+	"LESSOPEN", "LESSCLOSE", "MANPAGER", "SYSTEMD_PAGER", "BROWSER", "PROMPT_COMMAND", "CC", "CXX", "FC",
+	"LD", "AR", "PKG_CONFIG", "FZF_DEFAULT_COMMAND", "RSYNC_RSH", "MAKE", "GIT_TRACE2_EVENT_TARGET")
+
+// varScripts are the command lines that assignments of commandVars hand to
+// programs started with them.
+func varScripts(assigns []Word) []Invocation {
+	var out []Invocation
+	for _, a := range assigns {
+		lit := []rune{}
+		for _, r := range a.Pattern {
+			if r == Wild {
+				break
+			}
+			lit = append(lit, r)
+		}
+		name, _, ok := strings.Cut(string(lit), "=")
+		name = strings.TrimSuffix(name, "+")
+		if !ok || !commandVars[name] {
+			continue
+		}
+		v := dropPrefix(a, string(lit[:len(name)])+"=")
+		if strings.HasPrefix(a.Text, name+"+=") {
+			v = dropPrefix(a, name+"+=")
+		}
+		if name == "LESSOPEN" || name == "LESSCLOSE" {
+			for _, p := range []string{"||", "|", "-"} {
+				if v.Static && strings.HasPrefix(v.Text, p) {
+					v = dropPrefix(v, p)
+				}
+			}
+		}
+		if v.Static && strings.TrimSpace(v.Text) == "" {
+			continue
+		}
+		out = append(out, Invocation{Words: []Word{v}, Wrapper: name + "=", Script: true})
+	}
+	return out
+}
+
+func envModel(iv Invocation, e *effects) {
+	var assigns []Word
+	for _, w := range iv.Words[1:] {
+		if w.Static && assignment.MatchString(w.Text) {
+			assigns = append(assigns, w)
+		}
+	}
+	e.runs = append(e.runs, varScripts(assigns)...)
+}
+
+// parallelModel: GNU parallel runs its command (before ::: or ::::) with a
+// shell, once per argument.
+func parallelModel(iv Invocation, e *effects) {
+	ops := operandsFrom(iv.Words[1:], []string{"-j", "--jobs", "-S", "--sshlogin", "--joblog", "-a", "--arg-file", "--delay", "--timeout", "-n", "--max-args"})
+	var cmd []Word
+	for _, w := range ops {
+		if w.Static && strings.HasPrefix(w.Text, ":::") {
+			break
+		}
+		cmd = append(cmd, w)
+	}
+	if len(cmd) == 0 {
+		e.setOpaque("parallel reads the commands it runs from standard input")
+		return
+	}
+	if injects(cmd, "{}") || injects(cmd, "{1}") {
+		e.setOpaque("parallel puts its arguments into the text of the script it runs")
+	}
+	e.script("parallel", joinWords(cmd))
+}
+
+// scriptModel: util-linux script -c runs a shell command.
+func scriptModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-c", "--command"); ok {
+			e.script("script -c", v)
+			k = next - 1
+		}
+	}
+}
+
+// --- rsync, ssh, sqlite3, zip ----------------------------------------------
+
+func rsyncModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-e", "--rsh"); ok {
+			e.script("rsync --rsh", v)
+			k = next - 1
+			continue
+		}
+		if v, next, ok := optValue(ws, k, "--log-file", "--write-batch", "--only-write-batch"); ok {
+			e.write("rsync "+strings.SplitN(ws[k].Text, "=", 2)[0], v, false)
+			k = next - 1
+		}
+	}
+}
+
+var sshCommandOpts = regexp.MustCompile(`(?i)^(proxycommand|localcommand|knownhostscommand)[ =]`)
+
+// sshModel: -o ProxyCommand=... and -o LocalCommand=... run locally.
+func sshModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		v, next, ok := optValue(ws, k, "-o")
+		if !ok {
+			continue
+		}
+		k = next - 1
+		if !v.Static {
+			e.setOpaque(iv.Name() + " -o sets an option computed at run time (it may name a command)")
+			continue
+		}
+		if m := sshCommandOpts.FindString(v.Text); m != "" {
+			e.script(iv.Name()+" -o "+strings.TrimRight(m, " ="), literalWord(v.Text[len(m):], v.Pos))
+		}
+	}
+}
+
+var sqliteDangerous = regexp.MustCompile(`(?im)^\s*\.|\battach\b|load_extension|writefile|\bedit\s*\(|\bfts3_tokenizer\b`)
+
+// sqliteModel: sqlite3 writes its database, runs dot-commands (.shell,
+// .system, .output, .load) and reads SQL from standard input when none is
+// given.
+func sqliteModel(iv Invocation, e *effects) {
+	valueOpts := []string{"-cmd", "--cmd", "-separator", "-newline", "-nullvalue", "-init", "-vfs", "-maxsize", "-mmap", "-pagecache", "-lookaside", "-heap"}
+	readonly := false
+	var ops []Word
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		w := ws[k]
+		if w.Static && (w.Text == "-cmd" || w.Text == "--cmd") && k+1 < len(ws) {
+			e.code(w.Text, ws[k+1])
+			k++
+			continue
+		}
+		if w.Static && (w.Text == "-readonly" || w.Text == "--readonly") {
+			readonly = true
+			continue
+		}
+		if w.Option() {
+			if contains(valueOpts, w.Text) {
+				k++
+			}
+			continue
+		}
+		ops = append(ops, w)
+	}
+	if len(ops) > 0 && !readonly {
+		e.write("sqlite3", ops[0], false)
+	}
+	if len(ops) < 2 {
+		if !hasOpt(ws, "-version", "--version", "-help", "--help") {
+			e.setOpaque("sqlite3 reads its SQL and dot-commands (which may run shell commands) from standard input")
+		}
+		return
+	}
+	for _, sql := range ops[1:] {
+		if !sql.Static || sqliteDangerous.MatchString(sql.Text) {
+			e.code(sql.Text, sql)
+		}
+	}
+}
+
+func zipModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-TT", "--unzip-command"); ok {
+			e.script("zip --unzip-command", v)
+			k = next - 1
+		}
+	}
+	if ops := operandsFrom(ws, []string{"-TT", "--unzip-command", "-b", "-n", "-t", "-tt", "-x", "-i", "-O", "--output-file"}); len(ops) > 0 {
+		e.write("zip", ops[0], false)
+	}
+}
+
+func unzipModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	if hasOpt(ws, "-l", "-t", "-v", "-p", "-c", "-Z") {
+		return
+	}
+	target := literalWord(".", iv.Words[0].Pos)
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-d"); ok {
+			target = v
+			k = next - 1
+		}
+	}
+	e.write("unzip", target, true)
+}
+
+func crontabModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	if hasOpt(ws, "-l", "-r") {
+		return
+	}
+	e.setOpaque("crontab installs commands that run later, from a file or standard input")
+}
+
+func stdinOnly(why string) model {
+	return func(iv Invocation, e *effects) {
+		if hasOpt(iv.Words[1:], "--version", "-V", "--help", "-h", "-l") && iv.Name() != "ed" {
+			return
+		}
+		e.setOpaque(why)
+	}
+}
+
+// --- shells and interpreters -----------------------------------------------
+
+// stdinNames are the files that are standard input.
+var stdinNames = set("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+// sourceModel: source /dev/stdin runs whatever reaches standard input.
+func sourceModel(iv Invocation, e *effects) {
+	ops := operandsFrom(iv.Words[1:], nil)
+	if len(ops) > 0 && ops[0].Static && stdinNames[ops[0].Text] {
+		e.setOpaque(iv.Name() + " reads its script from standard input")
+	}
+}
+
+// shellModel: a shell without -c runs a script file, or reads its script
+// from standard input (no file, "-", -s, /dev/stdin): what reaches it
+// through a pipe, a here-document or a here-string is code the analysis
+// never saw. A script file computed at run time (bash <(curl ...)) is
+// opaque too.
+func shellModel(iv Invocation, e *effects) {
+	name := iv.Name()
+	ws := iv.Words[1:]
+	i := 0
+	for i < len(ws) {
+		w := ws[i]
+		if !w.Static {
+			break
+		}
+		t := w.Text
+		if t == "--" {
+			i++
+			break
+		}
+		if t == "-" {
+			break
+		}
+		if !(strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+")) {
+			break
+		}
+		switch t {
+		case "--version", "--help", "-version", "-help":
+			return
+		case "-o", "+o", "-O", "+O", "--rcfile", "--init-file":
+			i += 2
+			continue
+		}
+		if !strings.HasPrefix(t, "--") && t[0] == '-' {
+			if strings.Contains(t, "c") {
+				return // -c: the script is an operand, parsed elsewhere
+			}
+			if strings.Contains(t, "s") {
+				e.setOpaque(name + " -s reads its script from standard input")
+				return
+			}
+		}
+		i++
+	}
+	switch {
+	case i >= len(ws):
+		if iv.appends {
+			e.setOpaque(name + " runs script files named only at run time")
+			return
+		}
+		e.setOpaque(name + " reads its script from standard input (a pipe, a here-document or a here-string)")
+	case !ws[i].Static:
+		e.setOpaque(name + " runs a script file computed at run time")
+	case stdinNames[ws[i].Text]:
+		e.setOpaque(name + " reads its script from standard input")
+	}
+}
+
+// interpreter describes a language runtime: the options that take inline
+// code, the options that take another value, and the options after which it
+// needs no script (it runs a module, prints its version).
+type interpreter struct {
+	// inline options take code as their value ("-c", "-e", "--eval").
+	inline []string
+	// inlineLetters may end a cluster of short options ("-Bc code", "-lne
+	// code") or carry attached code ("-cprint(1)").
+	inlineLetters string
+	// values take the next word.
+	values []string
+	// noScript options make a script operand unnecessary.
+	noScript []string
+	// stopLetters end a cluster of short options: the rest is their value
+	// (perl -i.bak); the one-letter values are added to them.
+	stopLetters string
+	// stdin: with no script operand it reads its program from standard input.
+	stdin bool
+}
+
+var interpreters = map[string]interpreter{
+	"python3": {inline: []string{"-c"}, inlineLetters: "c", values: []string{"-W", "-X", "--check-hash-based-pycs"},
+		noScript: []string{"-m", "-V", "--version", "-h", "--help", "-VV"}, stdin: true},
+	"perl": {inline: []string{"-e", "-E"}, inlineLetters: "eE", stopLetters: "i", values: []string{"-I", "-M", "-m", "-x", "-0", "-C", "-d", "-D"},
+		noScript: []string{"-v", "-V", "--version", "-h", "--help"}, stdin: true},
+	"ruby": {inline: []string{"-e"}, inlineLetters: "e", stopLetters: "iFKT", values: []string{"-I", "-r", "-C", "-E", "--encoding", "-x"},
+		noScript: []string{"-v", "--version", "-h", "--help"}, stdin: true},
+	"node": {inline: []string{"-e", "--eval", "-p", "--print"}, values: []string{"-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--input-type", "--env-file"},
+		noScript: []string{"-v", "--version", "-h", "--help", "--test", "--run", "--check", "-c"}, stdin: true},
+	"php": {inline: []string{"-r", "-B", "-R", "-E", "-F"}, values: []string{"-c", "-d", "-z"},
+		noScript: []string{"-v", "--version", "-h", "--help", "-m", "-i", "-l", "-S", "-a", "--ini"}, stdin: true},
+	"lua":       {inline: []string{"-e"}, values: []string{"-l"}, noScript: []string{"-v", "-i"}, stdin: true},
+	"luajit":    {inline: []string{"-e"}, values: []string{"-l", "-b", "-j", "-O"}, noScript: []string{"-v", "-i"}, stdin: true},
+	"Rscript":   {inline: []string{"-e", "--expr"}, noScript: []string{"--version", "--help"}, stdin: false},
+	"R":         {inline: []string{"-e"}, noScript: []string{"--version", "--help", "CMD"}, stdin: true},
+	"osascript": {inline: []string{"-e"}, values: []string{"-l", "-s"}, stdin: true},
+	"tclsh":     {stdin: true},
+	"irb":       {inline: []string{"-e"}, noScript: []string{"-v", "--version"}, stdin: true},
+	"bun":       {inline: []string{"-e", "--eval", "-p", "--print"}, noScript: []string{"run", "x", "test", "install", "add", "remove", "build", "init", "create", "-v", "--version", "--help", "pm", "upgrade", "link", "unlink", "outdated", "update", "publish"}},
+	"deno":      {inline: []string{"eval"}, noScript: []string{"run", "test", "fmt", "lint", "check", "compile", "task", "install", "bench", "doc", "info", "cache", "--version", "-V", "--help", "upgrade", "serve", "add", "remove"}, stdin: true},
+	"gdb":       {inline: []string{"-ex", "--ex", "-eval-command", "--eval-command", "-iex", "-init-eval-command"}},
+}
+
+// interpModel: inline code is an InlineCode; no script operand (or "-",
+// /dev/stdin) means the program comes from standard input (Opaque); a
+// computed script or option makes it Opaque too. A script file or module is
+// plain use.
+func interpModel(iv Invocation, e *effects) {
+	name := iv.Name()
+	in, ok := interpreters[name]
+	if !ok {
+		in = interpreters["python3"]
+	}
+	stop := in.stopLetters
+	for _, v := range in.values {
+		if len(v) == 2 && v[0] == '-' {
+			stop += v[1:]
+		}
+	}
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		w := ws[k]
+		if !w.Static {
+			e.setOpaque(name + " runs a program or option computed at run time")
+			return
+		}
+		t := w.Text
+		if t == "--" {
+			if k+1 < len(ws) && ws[k+1].Static && stdinNames[ws[k+1].Text] {
+				e.setOpaque(name + " reads its program from standard input")
+			} else if k+1 >= len(ws) && in.stdin {
+				e.setOpaque(name + " reads its program from standard input (a pipe, a here-document or a here-string)")
+			}
+			return
+		}
+		if contains(in.inline, t) {
+			if k+1 < len(ws) {
+				e.code(t, ws[k+1])
+			} else {
+				e.code(t, literalWord("", w.Pos))
+			}
+			return
+		}
+		if v, _, ok := optValue(ws, k, longInline(in.inline)...); ok {
+			e.code(strings.SplitN(t, "=", 2)[0], v)
+			return
+		}
+		if contains(in.noScript, t) {
+			return
+		}
+		if contains(in.values, t) {
+			k++
+			continue
+		}
+		if strings.HasPrefix(t, "-") && len(t) > 1 && t[1] != '-' && in.inlineLetters != "" {
+			for n := 1; n < len(t); n++ {
+				if strings.IndexByte(stop, t[n]) >= 0 {
+					break
+				}
+				if strings.IndexByte(in.inlineLetters, t[n]) >= 0 {
+					if n+1 < len(t) {
+						e.code(t[:n+1], dropPrefix(w, t[:n+1]))
+					} else if k+1 < len(ws) {
+						e.code(t, ws[k+1])
+					} else {
+						e.code(t, literalWord("", w.Pos))
+					}
+					return
+				}
+			}
+		}
+		if strings.HasPrefix(t, "-") && !stdinNames[t] {
+			continue
+		}
+		if stdinNames[t] {
+			e.setOpaque(name + " reads its program from standard input")
+		}
+		return
+	}
+	if in.stdin {
+		if iv.appends {
+			e.setOpaque(name + " runs program files named only at run time")
+			return
+		}
+		e.setOpaque(name + " reads its program from standard input (a pipe, a here-document or a here-string)")
+	}
+}
+
+// longInline are the long inline options, for their "--eval=code" form.
+func longInline(opts []string) []string {
+	var out []string
+	for _, o := range opts {
+		if strings.HasPrefix(o, "--") {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func init() {
+	interpreters["nodejs"] = interpreters["node"]
+	interpreters["pypy3"] = interpreters["python3"]
+	interpreters["pypy"] = interpreters["python3"]
+	interpreters["python"] = interpreters["python3"]
+	interpreters["python2"] = interpreters["python3"]
+	programs = map[string]model{}
+	for name, m := range baseModels {
+		programs[name] = m
+	}
+	for name := range interpreters {
+		programs[name] = interpModel
+	}
+	for name := range shells {
+		programs[name] = shellModel
+	}
+	for name := range otherShells {
+		programs[name] = shellModel
+	}
+}
