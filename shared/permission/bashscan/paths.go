@@ -131,7 +131,7 @@ func argPaths(iv Invocation) []PathRef {
 		out = append(out, PathRef{Path: computedWord("(names read at run time)", iv.Words[0].Pos), Access: AccessWrite, Source: src + " (" + iv.Wrapper + ")"})
 	}
 	switch {
-	case readers[name]:
+	case readers[name] && name != "perl":
 		for _, w := range operands(args) {
 			out = append(out, ref(w, AccessRead))
 		}

@@ -760,48 +760,56 @@ func goModel(iv Invocation, e *effects) {
 	}
 	for k := 0; k < len(rest); k++ {
 		w := rest[k]
-		if !w.Static || !strings.HasPrefix(w.Text, "-") {
+		lit := literalPrefix(w)
+		if !strings.HasPrefix(lit, "-") {
+			if sub == "run" {
+				break // the program's own arguments follow
+			}
 			continue
 		}
-		if w.Text == "--" {
+		if w.Static && w.Text == "--" {
 			break
 		}
-		if sub == "run" && !strings.HasPrefix(w.Text, "-") {
-			break
+		// Go flags: -name, --name, -name=value, --name=value.
+		flag := "-" + strings.TrimLeft(lit, "-")
+		name, _, hasValue := strings.Cut(flag, "=")
+		value := func() (Word, bool) {
+			if hasValue {
+				return dropPrefix(w, lit[:strings.Index(lit, "=")+1]), true
+			}
+			if k+1 < len(rest) {
+				k++
+				return rest[k], true
+			}
+			return Word{}, false
 		}
-		norm := rest[k]
-		if strings.HasPrefix(w.Text, "--") {
-			norm = dropPrefix(w, "-")
-		}
-		tmp := append([]Word{norm}, rest[k+1:]...)
-		if v, next, ok := optValue(tmp, 0, "-exec", "--exec"); ok && (norm.Text == "-exec" || strings.HasPrefix(norm.Text, "-exec=")) {
-			e.script(label+" -exec", v)
-			k += next - 1
-			continue
-		}
-		if v, next, ok := optValue(tmp, 0, "-toolexec", "--toolexec"); ok && (norm.Text == "-toolexec" || strings.HasPrefix(norm.Text, "-toolexec=")) {
-			e.script(label+" -toolexec", v)
-			k += next - 1
-			continue
-		}
-		if v, next, ok := optValue(tmp, 0, "-vettool", "--vettool"); ok && (norm.Text == "-vettool" || strings.HasPrefix(norm.Text, "-vettool=")) {
-			e.script(label+" -vettool", v)
-			k += next - 1
-			continue
-		}
-		if norm.Text == "-o" && k+1 < len(rest) {
-			e.write(label+" -o", rest[k+1], false)
-			k++
-			continue
-		}
-		if strings.HasPrefix(norm.Text, "-o=") {
-			e.write(label+" -o", dropPrefix(norm, "-o="), false)
-			continue
-		}
-		if strings.Contains(w.Text, "extld") || (k+1 < len(rest) && strings.HasSuffix(norm.Text, "ldflags") && rest[k+1].Static && strings.Contains(rest[k+1].Text, "extld")) {
-			e.setOpaque(label + " -ldflags -extld names a linker program to run")
+		switch name {
+		case "-exec", "-toolexec", "-vettool":
+			if v, ok := value(); ok {
+				e.script(label+" "+name, v)
+			}
+		case "-o":
+			if v, ok := value(); ok {
+				e.write(label+" -o", v, false)
+			}
+		case "-ldflags":
+			if v, ok := value(); ok && (!v.Static || strings.Contains(v.Text, "extld")) {
+				e.setOpaque(label + " -ldflags may name a linker program to run (-extld)")
+			}
 		}
 	}
+}
+
+// literalPrefix is the text of a word up to its first computed part.
+func literalPrefix(w Word) string {
+	var b strings.Builder
+	for _, r := range w.Pattern {
+		if r == Wild {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // --- npm, npx, pnpm, yarn --------------------------------------------------
