@@ -164,13 +164,29 @@ func TestSecondShellDecisions(t *testing.T) {
 			if d.Permission == allow {
 				t.Fatalf("allowed by %s: %+v", d.Reason.Rule, d.Reason)
 			}
+			// A literal here-document's commands meet the deny rule
+			// definitely (deny); otherwise the possible match asks.
 			d = runDecide(t, e, decideCase{rules: denyRm, call: bashCall(src)}, true)
-			if d.Permission != ask || d.Reason.Source != permission.SourceDenyRule || d.Reason.Rule != "Bash(rm *)" {
-				t.Fatalf("interactive: want an ask naming the deny rule, got %s %+v", d.Permission, d.Reason)
+			if d.Permission == allow || d.Reason.Source != permission.SourceDenyRule || d.Reason.Rule != "Bash(rm *)" {
+				t.Fatalf("interactive: want a decision naming the deny rule, got %s %+v", d.Permission, d.Reason)
 			}
 			d = runDecide(t, e, decideCase{rules: denyRm, call: bashCall(src)}, false)
 			if d.Permission != deny {
 				t.Fatalf("noninteractive: want deny, got %s %+v", d.Permission, d.Reason)
+			}
+		})
+	}
+}
+
+// The here-document a shell reads is parsed: its commands meet the deny
+// rules definitely.
+func TestHereDocumentScriptIsDenied(t *testing.T) {
+	e := newEngine(t)
+	for _, src := range []string{"sh <<EOF\nrm -rf ~\nEOF", "bash <<'EOF'\necho ok\nrm -rf ~\nEOF", ". /dev/stdin <<EOF\nrm -rf ~\nEOF", "bash <<< 'rm -rf ~'"} {
+		t.Run(src, func(t *testing.T) {
+			d := runDecide(t, e, decideCase{rules: []string{"allow: Bash", "deny: Bash(rm *)"}, call: bashCall(src)}, true)
+			if d.Permission != deny || d.Reason.Code != permission.CodeDenyRule {
+				t.Fatalf("want a definite deny, got %s %+v", d.Permission, d.Reason)
 			}
 		})
 	}

@@ -116,7 +116,13 @@ func (a *analyzer) walkScript(f *syntax.File, sc script) {
 		case *syntax.ProcSubst:
 			top.subst = ViaProcessSubst
 		case *syntax.CallExpr:
-			a.record(stack, sc, a.callCommand(n, sc))
+			c := a.callCommand(n, sc)
+			if len(stack) >= 2 {
+				if st, ok := stack[len(stack)-2].node.(*syntax.Stmt); ok {
+					c.stdinText, c.hasStdinText = stdinScript(st, sc.src)
+				}
+			}
+			a.record(stack, sc, c)
 		case *syntax.DeclClause:
 			a.record(stack, sc, declCommand(n, sc.src))
 		case *syntax.TestClause:
@@ -281,6 +287,7 @@ func (c *Command) expand() {
 	c.Invocations = x.invs
 	c.InlineCode = x.inline
 	c.effectPaths = x.paths
+	c.readsStdin = x.readsStdin
 	if x.opaque != "" {
 		c.Opaque, c.OpaqueReason = true, x.opaque
 	}
@@ -383,6 +390,7 @@ func (a *analyzer) nested(i int, sc script) {
 			c.Opaque, c.OpaqueReason = true, why
 		}
 	}
+	a.stdinCommands(i, sc)
 	invs := a.prog.Commands[i].Invocations
 	for k, iv := range invs {
 		if !iv.Script {
@@ -439,6 +447,73 @@ func (a *analyzer) nested(i int, sc script) {
 			pipes: append([]PipeStage(nil), c.Pipes...), fn: c.Function, pos: &pos, bg: c.Background,
 		})
 	}
+}
+
+// stdinScript returns the literal text a here-document or here-string
+// gives the statement's standard input (the last one wins, as in Bash).
+// ok is false when there is none or it is computed.
+func stdinScript(st *syntax.Stmt, src string) (text string, ok bool) {
+	for _, r := range st.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			text, ok = "", false
+			if r.Hdoc == nil {
+				ok = true
+				continue
+			}
+			quoted := r.Word != nil && !isPlainLit(r.Word)
+			var b strings.Builder
+			lit := true
+			for _, part := range r.Hdoc.Parts {
+				l, isLit := part.(*syntax.Lit)
+				if !isLit || (!quoted && strings.ContainsRune(l.Value, '\\')) {
+					lit = false
+					break
+				}
+				b.WriteString(l.Value)
+			}
+			text, ok = b.String(), lit
+		case syntax.WordHdoc:
+			text, ok = "", false
+			if r.Word != nil {
+				if w := convertWord(r.Word, src); w.Static && !w.Glob {
+					text, ok = w.Text+"\n", true
+				}
+			}
+		case syntax.RdrIn, syntax.RdrInOut:
+			text, ok = "", false
+		}
+	}
+	return text, ok
+}
+
+// isPlainLit reports whether a here-document delimiter is unquoted (its
+// body is expanded).
+func isPlainLit(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	return ok && !strings.ContainsRune(l.Value, '\\')
+}
+
+// stdinCommands parses the literal here-document or here-string a shell
+// (or source /dev/stdin) reads its script from, so the commands in it meet
+// the deny rules. The command stays Opaque: it is never allowed.
+func (a *analyzer) stdinCommands(i int, sc script) {
+	c := &a.prog.Commands[i]
+	if !c.readsStdin || !c.hasStdinText || sc.depth+1 > MaxNesting {
+		return
+	}
+	f, err := parse(c.stdinText)
+	if err != nil {
+		return
+	}
+	pos := c.Pos
+	a.walkScript(f, script{
+		src: c.stdinText, parent: i, via: ViaScript, depth: sc.depth + 1,
+		pipes: append([]PipeStage(nil), c.Pipes...), fn: c.Function, pos: &pos, bg: c.Background,
+	})
 }
 
 // aliasValues parses the literal values of alias definitions (alias

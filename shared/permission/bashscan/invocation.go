@@ -91,6 +91,8 @@ type expansion struct {
 	inline []InlineCode
 	paths  []PathRef
 	opaque string
+	// readsStdin: a shell or source reads its script from standard input.
+	readsStdin bool
 }
 
 // expand returns the command's own words and, level by level, the command
@@ -141,6 +143,7 @@ func expand(args []Word, assigns []Word) expansion {
 		if e.opaque != "" && x.opaque == "" {
 			x.opaque = e.opaque
 		}
+		x.readsStdin = x.readsStdin || e.readsStdin
 	}
 	return x
 }

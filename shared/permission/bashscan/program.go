@@ -120,6 +120,12 @@ type Command struct {
 	// effectPaths are the files the program model says the command writes
 	// (find -fprint, sort -o, tar -x under -C, git --output, ...).
 	effectPaths []PathRef
+	// readsStdin: a shell (or source) that reads its script from standard
+	// input; stdinText is the literal here-document or here-string given
+	// to it, if any.
+	readsStdin   bool
+	stdinText    string
+	hasStdinText bool
 }
 
 // InlineCode is program text an interpreter runs straight from the command

@@ -34,6 +34,9 @@ type effects struct {
 	paths  []PathRef
 	inline []InlineCode // Invocation is filled in by the caller
 	opaque string
+	// readsStdin: a shell (or source) reading its script from standard
+	// input; a literal here-document is then parsed for the deny rules.
+	readsStdin bool
 }
 
 func (e *effects) run(label string, words []Word) {
@@ -1645,6 +1648,7 @@ func sourceModel(iv Invocation, e *effects) {
 	ops := operandsFrom(iv.Words[1:], nil)
 	if len(ops) > 0 && ops[0].Static && stdinNames[ops[0].Text] {
 		e.setOpaque(iv.Name() + " reads its script from standard input")
+		e.readsStdin = true
 	}
 }
 
@@ -1686,6 +1690,7 @@ func shellModel(iv Invocation, e *effects) {
 			}
 			if strings.Contains(t, "s") {
 				e.setOpaque(name + " -s reads its script from standard input")
+				e.readsStdin = shells[name]
 				return
 			}
 		}
@@ -1698,10 +1703,12 @@ func shellModel(iv Invocation, e *effects) {
 			return
 		}
 		e.setOpaque(name + " reads its script from standard input (a pipe, a here-document or a here-string)")
+		e.readsStdin = shells[name]
 	case !ws[i].Static:
 		e.setOpaque(name + " runs a script file computed at run time")
 	case stdinNames[ws[i].Text]:
 		e.setOpaque(name + " reads its script from standard input")
+		e.readsStdin = shells[name]
 	}
 }
 

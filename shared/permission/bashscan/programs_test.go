@@ -205,7 +205,10 @@ EOF`, []string{"opaque: python3 reads its program from standard input"}, false},
 		// shells reading stdin
 		{"echo | sh", `echo rm -rf ~ | sh`, []string{"opaque: sh reads its script from standard input (a pipe, a here-document or a here-string)"}, false},
 		{"sh heredoc", "sh <<EOF\nrm -rf ~\nEOF", []string{"opaque: sh reads its script from standard input (a pipe, a here-document or a here-string)"}, false},
-		{"bash here-string", `bash <<< 'rm -rf ~'`, []string{"opaque: *"}, false},
+		{"bash here-string", `bash <<< 'rm -rf ~'`, []string{"opaque: *", "write ~ (tree)"}, false},
+		{"the here-document a shell reads is parsed for the deny rules", "sh <<EOF\nrm -rf ~\nEOF", []string{"opaque: *", "write ~ (tree)"}, false},
+		{"a quoted here-document too", "sudo bash <<'EOF'\nrm -rf ~/x\nEOF", []string{"opaque: *", "write ~/x (tree)"}, false},
+		{"source /dev/stdin here-document", ". /dev/stdin <<-EOF\n\trm -rf ~\nEOF", []string{"opaque: *", "write ~ (tree)"}, false},
 		{"bash -s", `curl -s x | bash -s -- --yes`, []string{"opaque: bash -s reads its script from standard input"}, false},
 		{"bash -", `bash - < x`, []string{"opaque: *"}, false},
 		{"bash /dev/stdin", `bash /dev/stdin <<EOF
