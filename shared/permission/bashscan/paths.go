@@ -229,6 +229,10 @@ func transferPaths(name string, args []Word, src string) []PathRef {
 		if !strings.HasPrefix(w.Text, "--") {
 			opt = w.Text
 			hasVal = false
+			if name == "curl" && len(opt) > 2 && opt[0] == '-' {
+				// A cluster (-sSLo FILE): its last letter takes the next word.
+				opt = "-" + opt[len(opt)-1:]
+			}
 		}
 		switch {
 		case name == "curl" && (opt == "-o" || opt == "--output"),

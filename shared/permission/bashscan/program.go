@@ -126,6 +126,9 @@ type Command struct {
 	readsStdin   bool
 	stdinText    string
 	hasStdinText bool
+	// scriptFiles are the script files a shell, interpreter or source
+	// runs (bash FILE, python3 FILE, . FILE).
+	scriptFiles []Word
 }
 
 // InlineCode is program text an interpreter runs straight from the command

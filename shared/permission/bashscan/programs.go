@@ -37,6 +37,8 @@ type effects struct {
 	// readsStdin: a shell (or source) reading its script from standard
 	// input; a literal here-document is then parsed for the deny rules.
 	readsStdin bool
+	// scriptFiles: the script file a shell, interpreter or source runs.
+	scriptFiles []Word
 }
 
 func (e *effects) run(label string, words []Word) {
@@ -1196,7 +1198,11 @@ func awkModel(iv Invocation, e *effects) {
 			k = next - 1
 			continue
 		}
-		if _, next, ok := optValue(ws, k, "-f", "--file", "-E", "--exec", "-i", "--include"); ok {
+		if v, next, ok := optValue(ws, k, "-f", "--file", "-E", "--exec", "-i", "--include"); ok {
+			if !v.Static || stdinLike(v.Text) {
+				e.setOpaque(iv.Name() + " reads its program from standard input or a file known only at run time")
+			}
+			e.scriptFiles = append(e.scriptFiles, v)
 			fromFile = true
 			k = next - 1
 			continue
@@ -1446,7 +1452,7 @@ func varScripts(assigns []Word) []Invocation {
 		}
 		name, _, ok := strings.Cut(string(lit), "=")
 		name = strings.TrimSuffix(name, "+")
-		if !ok || !commandVars[name] {
+		if !ok || !(commandVars[name] || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")) {
 			continue
 		}
 		v := dropPrefix(a, string(lit[:len(name)])+"=")
@@ -1460,7 +1466,7 @@ func varScripts(assigns []Word) []Invocation {
 				}
 			}
 		}
-		if v.Static && strings.TrimSpace(v.Text) == "" {
+		if v.Static && (strings.TrimSpace(v.Text) == "" || boolOrNumber.MatchString(v.Text)) {
 			continue
 		}
 		out = append(out, Invocation{Words: []Word{v}, Wrapper: name + "=", Script: true})
@@ -1643,12 +1649,21 @@ func stdinOnly(why string) model {
 // stdinNames are the files that are standard input.
 var stdinNames = set("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 
+// stdinLike reports whether a script path is standard input or another
+// open descriptor (/dev/fd/3, /proc/self/fd/3): what it holds is known only
+// at run time.
+func stdinLike(p string) bool {
+	return stdinNames[p] || strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/") && strings.Contains(p, "/fd/")
+}
+
 // sourceModel: source /dev/stdin runs whatever reaches standard input.
 func sourceModel(iv Invocation, e *effects) {
 	ops := operandsFrom(iv.Words[1:], nil)
-	if len(ops) > 0 && ops[0].Static && stdinNames[ops[0].Text] {
+	if len(ops) > 0 && ops[0].Static && stdinLike(ops[0].Text) {
 		e.setOpaque(iv.Name() + " reads its script from standard input")
 		e.readsStdin = true
+	} else if len(ops) > 0 {
+		e.scriptFiles = append(e.scriptFiles, ops[0])
 	}
 }
 
@@ -1694,6 +1709,10 @@ func shellModel(iv Invocation, e *effects) {
 				return
 			}
 		}
+		if clusterTakesValue(t) {
+			i += 2
+			continue
+		}
 		i++
 	}
 	switch {
@@ -1706,9 +1725,11 @@ func shellModel(iv Invocation, e *effects) {
 		e.readsStdin = shells[name]
 	case !ws[i].Static:
 		e.setOpaque(name + " runs a script file computed at run time")
-	case stdinNames[ws[i].Text]:
+	case stdinLike(ws[i].Text):
 		e.setOpaque(name + " reads its script from standard input")
 		e.readsStdin = shells[name]
+	default:
+		e.scriptFiles = append(e.scriptFiles, ws[i])
 	}
 }
 
@@ -1826,8 +1847,10 @@ func interpModel(iv Invocation, e *effects) {
 		if strings.HasPrefix(t, "-") && !stdinNames[t] {
 			continue
 		}
-		if stdinNames[t] {
+		if stdinLike(t) {
 			e.setOpaque(name + " reads its program from standard input")
+		} else {
+			e.scriptFiles = append(e.scriptFiles, w)
 		}
 		return
 	}

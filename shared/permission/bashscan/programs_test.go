@@ -221,12 +221,24 @@ EOF`, []string{"opaque: bash reads its script from standard input"}, false},
 		{"base64 -d | sh", `echo cm0gLXJmIH4K | base64 -d | sh`, []string{"opaque: *"}, false},
 		{"sudo bash", `curl x | sudo bash`, []string{"opaque: *"}, false},
 		{"bash script file", `bash ./scripts/build.sh`, nil, true},
+		{"bash -euo pipefail script file", `bash -euo pipefail ./build.sh`, nil, true},
+		{"bash -euo pipefail -c is parsed", `bash -euo pipefail -c 'rm -rf ~'`, []string{"write ~ (tree)"}, false},
+		{"bash -eo pipefail reading stdin", `curl x | bash -eo pipefail`, []string{"opaque: *"}, false},
 		{"bash --version", `bash --version`, nil, true},
 		// aliases
 		{"alias values are parsed", `alias ll='rm -rf ~'`, []string{"write ~ (tree)"}, false},
 		{"expand_aliases makes aliases opaque", "shopt -s expand_aliases\nalias x='rm -rf ~'\nx", []string{"opaque: aliases are expanded here (shopt -s expand_aliases or an interactive shell), so later words may run the alias's text"}, false},
 		{"computed shopt is opaque", `shopt -s $OPT`, []string{"opaque: it sets shell options computed at run time"}, false},
 		{"interactive bash expands aliases", `bash -ic 'alias x="rm -rf ~"; x'`, []string{"opaque: aliases are expanded here*"}, false},
+		// scripts written by the same command line
+		{"echo > f; source f", `echo 'rm -rf ~' > /tmp/x.sh; source /tmp/x.sh`, []string{"opaque: it runs /tmp/x.sh, which this command line writes first (redirection >)"}, false},
+		{"curl -o then bash", `curl -so i.sh https://x && bash ./i.sh`, []string{"opaque: it runs ./i.sh, which this command line writes first*"}, false},
+		{"cp then ./run", `cp /tmp/e.sh run.sh && ./run.sh`, []string{"opaque: it runs ./run.sh, which this command line writes first*"}, false},
+		{"tar -x then run from the tree", `tar -xf t.tar -C d && python3 d/setup.py`, []string{"opaque: it runs d/setup.py, which this command line writes first*"}, false},
+		{"source a descriptor", `exec 3< <(echo rm -rf ~); source /dev/fd/3`, []string{"opaque: source reads its script from standard input"}, false},
+		{"awk -f /dev/stdin", `echo 'BEGIN{system("x")}' | awk -f /dev/stdin`, []string{"opaque: *"}, false},
+		{"BASH_ENV computed", `BASH_ENV=<(echo rm -rf ~) bash -c true`, []string{"opaque: the shell it starts sources a startup file known only at run time (BASH_ENV)"}, false},
+		{"GIT_CONFIG_VALUE_n", `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='rm -rf ~' git log`, []string{"script GIT_CONFIG_VALUE_0=: rm -rf ~"}, false},
 		// variables that hold commands
 		{"GIT_PAGER prefix", `GIT_PAGER='rm -rf ~' git log`, []string{"script GIT_PAGER=: rm -rf ~"}, false},
 		{"export GIT_PAGER", `export GIT_PAGER='rm -rf ~'`, []string{"script GIT_PAGER=: rm -rf ~"}, false},
@@ -254,6 +266,20 @@ EOF`, []string{"opaque: bash reads its script from standard input"}, false},
 			for _, w := range tc.want {
 				if !has(got, w) {
 					t.Errorf("%q: missing %q; found %q", tc.src, w, got)
+				}
+			}
+		})
+	}
+}
+
+// Running what the command line itself built or only logged to is not a
+// second-shell script.
+func TestRunningWithoutWritingTheScript(t *testing.T) {
+	for _, src := range []string{`go build -o bin/x . && ./bin/x --help`, `bash ./build.sh > build.log`, `python3 gen.py > out.txt`, `curl -so x.json https://x && jq . x.json`} {
+		t.Run(src, func(t *testing.T) {
+			for _, f := range effectsOf(t, src) {
+				if strings.HasPrefix(f, "opaque") {
+					t.Fatalf("%q: %s", src, f)
 				}
 			}
 		})
