@@ -3,6 +3,7 @@ package bashscan
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -288,6 +289,7 @@ func (c *Command) expand() {
 	c.InlineCode = x.inline
 	c.effectPaths = x.paths
 	c.readsStdin = x.readsStdin
+	c.scriptFiles = x.scriptFiles
 	if x.opaque != "" {
 		c.Opaque, c.OpaqueReason = true, x.opaque
 	}
@@ -625,6 +627,54 @@ func (a *analyzer) markAliases() {
 	}
 }
 
+// markWrittenScripts makes a command opaque when it runs a script file (sh
+// FILE, source FILE, python3 FILE, ./FILE) that the same command line
+// writes (echo ... > FILE, curl -o FILE, cp, tar -x): the script exists only
+// at run time.
+func (a *analyzer) markWrittenScripts() {
+	var written []PathRef
+	for _, r := range a.prog.pathRefs {
+		// A program built by the go tool runs the project's own code,
+		// like go run; anything else written and then run is new code.
+		if r.Access.Writes() && r.Path.Static && !HarmlessDevice(r.Path.Text) && !strings.HasPrefix(r.Source, "go ") {
+			written = append(written, r)
+		}
+	}
+	if len(written) == 0 {
+		return
+	}
+	for i := range a.prog.Commands {
+		c := &a.prog.Commands[i]
+		if c.Opaque || c.Kind != KindSimple {
+			continue
+		}
+		files := c.scriptFiles
+		for _, iv := range c.Invocations {
+			if !iv.Script && len(iv.Words) > 0 && iv.Words[0].Static && strings.Contains(iv.Words[0].Text, "/") {
+				files = append(files, iv.Words[0])
+			}
+		}
+		for _, f := range files {
+			if !f.Static {
+				continue
+			}
+			for _, w := range written {
+				if w.Command == i && len(c.scriptFiles) == 0 {
+					continue // a program writing its own output file
+				}
+				p, q := path.Clean(f.Text), path.Clean(w.Path.Text)
+				if p == q || (w.Recursive || w.Path.Glob) && (q == "." || strings.HasPrefix(p, strings.TrimSuffix(q, "*")) || strings.HasPrefix(p, q+"/")) {
+					c.Opaque, c.OpaqueReason = true, fmt.Sprintf("it runs %s, which this command line writes first (%s)", f.Text, w.Source)
+					break
+				}
+			}
+			if c.Opaque {
+				break
+			}
+		}
+	}
+}
+
 // finish marks calls of functions the program declares and collects the
 // program's paths and directory changes.
 func (a *analyzer) finish() {
@@ -632,6 +682,7 @@ func (a *analyzer) finish() {
 	defer func() {
 		a.prog.pathRefs = a.prog.collectPathRefs()
 		a.prog.dirChanges = a.prog.collectDirChanges()
+		a.markWrittenScripts()
 	}()
 	if len(a.prog.Functions) == 0 {
 		return

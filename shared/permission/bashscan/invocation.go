@@ -93,6 +93,8 @@ type expansion struct {
 	opaque string
 	// readsStdin: a shell or source reads its script from standard input.
 	readsStdin bool
+	// scriptFiles: script files a shell, interpreter or source runs.
+	scriptFiles []Word
 }
 
 // expand returns the command's own words and, level by level, the command
@@ -105,6 +107,12 @@ func expand(args []Word, assigns []Word) expansion {
 		x.invs = []Invocation{{Words: args}}
 	}
 	x.invs = append(x.invs, varScripts(assigns)...)
+	for _, a := range assigns {
+		lit := literalPrefix(a)
+		if (strings.HasPrefix(lit, "BASH_ENV=") || strings.HasPrefix(lit, "ENV=")) && (!a.Static || stdinLike(strings.SplitN(a.Text, "=", 2)[1])) {
+			x.opaque = "the shell it starts sources a startup file known only at run time (BASH_ENV)"
+		}
+	}
 	for k := 0; k < len(x.invs) && len(x.invs) < maxInvocations; k++ {
 		iv := x.invs[k]
 		if iv.Script || iv.Synthetic || len(iv.Words) == 0 || !iv.Words[0].Static {
@@ -144,6 +152,7 @@ func expand(args []Word, assigns []Word) expansion {
 			x.opaque = e.opaque
 		}
 		x.readsStdin = x.readsStdin || e.readsStdin
+		x.scriptFiles = append(x.scriptFiles, e.scriptFiles...)
 	}
 	return x
 }
@@ -198,6 +207,12 @@ func unwrap(wr wrapper, words []Word) (inner, script []Word, isScript bool) {
 		return nil, words[i:], true
 	}
 	return words[i:], nil, false
+}
+
+// clusterTakesValue reports whether a shell's short-option cluster ends
+// with -o or -O, whose value is the next word (set -euo pipefail).
+func clusterTakesValue(t string) bool {
+	return len(t) > 2 && (t[0] == '-' || t[0] == '+') && t[1] != '-' && (t[len(t)-1] == 'o' || t[len(t)-1] == 'O')
 }
 
 // wrapperSuffixes over-approximates what wrappers may run: every word after
@@ -273,6 +288,10 @@ func scriptOf(iv Invocation) (words []Word, ok bool, opaque string) {
 			}
 			if !strings.HasPrefix(t, "--") && strings.Contains(t, "c") {
 				hasC = true
+			}
+			if clusterTakesValue(t) {
+				i += 2 // bash -euo pipefail -c '...': "pipefail" is -o's value
+				continue
 			}
 			i++
 		}
