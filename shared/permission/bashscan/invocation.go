@@ -61,6 +61,17 @@ var wrappers = map[string]wrapper{
 	"torsocks":     {},
 	"proxychains":  {valueOpts: []string{"-f"}},
 	"proxychains4": {valueOpts: []string{"-f"}},
+	"taskset":      {positional: 1},
+	"chrt":         {positional: 1},
+	"cgexec":       {valueOpts: []string{"-g"}},
+	"prlimit":      {valueOpts: []string{"-p", "--pid"}},
+	"numactl":      {valueOpts: []string{"-N", "-m", "-C", "-p", "-i"}},
+	"sg":           {scriptOpts: []string{"-c"}, positional: 1},
+	// The dynamic loader runs the program it is given.
+	"ld.so":                 {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
+	"ld-linux.so.2":         {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
+	"ld-linux-x86-64.so.2":  {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
+	"ld-linux-aarch64.so.1": {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
 }
 
 // shells run a script given with -c.

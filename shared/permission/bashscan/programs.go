@@ -133,6 +133,117 @@ var baseModels = map[string]model{
 	"source":   sourceModel,
 	".":        sourceModel,
 	"parallel": parallelModel,
+	"make":     makeModel,
+	"gmake":    makeModel,
+	"enable":   enableModel,
+	"hyperfine": func(iv Invocation, e *effects) {
+		// every operand is a shell command it benchmarks
+		for _, w := range operandsFrom(iv.Words[1:], []string{"-w", "--warmup", "-r", "--runs", "-m", "--min-runs", "-M", "--max-runs", "-p", "--prepare", "-c", "--cleanup", "-s", "--setup", "-S", "--shell", "-n", "--command-name", "--export-json", "--export-markdown", "--export-csv", "-L", "--parameter-list", "-P", "--parameter-scan", "-D", "--parameter-step-size", "-u", "--time-unit", "--style", "--output"}) {
+			e.script("hyperfine", w)
+		}
+		ws := iv.Words[1:]
+		for k := 0; k < len(ws); k++ {
+			if v, next, ok := optValue(ws, k, "-p", "--prepare", "-c", "--cleanup", "-s", "--setup", "-S", "--shell"); ok {
+				e.script("hyperfine "+strings.SplitN(ws[k].Text, "=", 2)[0], v)
+				k = next - 1
+			}
+		}
+	},
+	"nix-shell": func(iv Invocation, e *effects) {
+		ws := iv.Words[1:]
+		for k := 0; k < len(ws); k++ {
+			if v, next, ok := optValue(ws, k, "--run", "--command"); ok {
+				e.script("nix-shell --run", v)
+				k = next - 1
+			}
+		}
+	},
+}
+
+// runner is a program that runs a command line given after a subcommand
+// (uv run CMD, poetry run CMD, bundle exec CMD, conda run -n env CMD).
+type runner struct {
+	sub       string // "" when the command follows the program's options directly
+	valueOpts []string
+	// positional words before the command (direnv exec DIR CMD).
+	positional int
+}
+
+var runners = map[string][]runner{
+	"uv":               {{sub: "run", valueOpts: []string{"--with", "--with-editable", "--with-requirements", "--python", "-p", "--project", "--directory", "--env-file", "--extra", "--group", "--package", "--index", "--default-index", "--index-url", "--extra-index-url", "-C", "--config-setting"}}},
+	"uvx":              {{valueOpts: []string{"--with", "--from", "--python", "-p", "--index", "--index-url"}}},
+	"pipx":             {{sub: "run", valueOpts: []string{"--spec", "--python", "--index-url", "--pip-args"}}},
+	"poetry":           {{sub: "run", valueOpts: []string{"-C", "--directory", "-P", "--project"}}},
+	"pipenv":           {{sub: "run"}},
+	"pdm":              {{sub: "run"}},
+	"hatch":            {{sub: "run"}},
+	"rye":              {{sub: "run"}},
+	"bundle":           {{sub: "exec"}},
+	"bundler":          {{sub: "exec"}},
+	"conda":            {{sub: "run", valueOpts: []string{"-n", "--name", "-p", "--prefix", "--cwd"}}},
+	"mamba":            {{sub: "run", valueOpts: []string{"-n", "--name", "-p", "--prefix", "--cwd"}}},
+	"micromamba":       {{sub: "run", valueOpts: []string{"-n", "--name", "-p", "--prefix", "--cwd"}}},
+	"direnv":           {{sub: "exec", positional: 1}},
+	"op":               {{sub: "run", valueOpts: []string{"--env-file"}}},
+	"doppler":          {{sub: "run", valueOpts: []string{"-p", "--project", "-c", "--config", "--command"}}},
+	"aws-vault":        {{sub: "exec", positional: 1, valueOpts: []string{"-d", "--duration", "-t", "--mfa-token", "-n", "--region"}}},
+	"ssh-agent":        {{valueOpts: []string{"-a", "-E", "-P", "-t"}}},
+	"fakeroot":         {{valueOpts: []string{"-l", "--lib", "--faked", "-s", "-i"}}},
+	"eatmydata":        {{}},
+	"valgrind":         {{}},
+	"xvfb-run":         {{valueOpts: []string{"-n", "--server-num", "-s", "--server-args", "-f", "--auth-file", "-e", "--error-file", "-p", "--xauth-protocol", "-w", "--wait"}}},
+	"perf":             {{sub: "stat", valueOpts: []string{"-e", "--event", "-p", "--pid", "-o", "--output", "-r", "--repeat"}}, {sub: "record", valueOpts: []string{"-e", "--event", "-p", "--pid", "-o", "--output", "-F", "--freq"}}, {sub: "trace"}},
+	"dbus-run-session": {{valueOpts: []string{"--config-file", "--dbus-daemon"}}},
+}
+
+// runnerModel: the command line after the runner's subcommand is an
+// invocation.
+func runnerModel(iv Invocation, e *effects) {
+	name := iv.Name()
+	for _, r := range runners[name] {
+		at := 0
+		if r.sub != "" {
+			ops := operandsFrom(iv.Words[1:], r.valueOpts)
+			if len(ops) == 0 || !ops[0].Static || ops[0].Text != r.sub {
+				continue
+			}
+			at = len(iv.Words) - len(ops)
+		}
+		inner, _, _ := unwrap(wrapper{valueOpts: r.valueOpts, positional: r.positional}, iv.Words[at:])
+		label := name
+		if r.sub != "" {
+			label += " " + r.sub
+		}
+		e.run(label, inner)
+		return
+	}
+}
+
+// makeModel: make -f - reads its makefile (whose recipes are shell
+// commands) from standard input. Running the project's own Makefile is
+// plain use, like npm run.
+func makeModel(iv Invocation, e *effects) {
+	ws := iv.Words[1:]
+	for k := 0; k < len(ws); k++ {
+		if v, next, ok := optValue(ws, k, "-f", "--file", "--makefile"); ok {
+			if !v.Static || stdinLike(v.Text) {
+				e.setOpaque("make reads its makefile (shell recipes) from standard input or a file known only at run time")
+			}
+			e.scriptFiles = append(e.scriptFiles, v)
+			k = next - 1
+			continue
+		}
+		if w := ws[k]; w.Static && strings.HasPrefix(w.Text, "SHELL=") {
+			e.script("make SHELL=", dropPrefix(w, "SHELL="))
+		}
+	}
+}
+
+// enableModel: enable -f loads a builtin from a shared library.
+func enableModel(iv Invocation, e *effects) {
+	if hasOpt(iv.Words[1:], "-f") {
+		e.setOpaque("enable -f loads shell builtins from a shared library")
+	}
 }
 
 // modelFor returns the model of a program name (base name), if any.
@@ -1886,6 +1997,9 @@ func init() {
 	}
 	for name := range interpreters {
 		programs[name] = interpModel
+	}
+	for name := range runners {
+		programs[name] = runnerModel
 	}
 	for name := range shells {
 		programs[name] = shellModel
