@@ -33,7 +33,11 @@
 //     <(...)), go generate, git -c core.hooksPath, ex mode, crontab and at,
 //     find -exec or xargs -I putting their data into a script's text, an
 //     alias where aliases are expanded (shopt -s expand_aliases, bash -i),
-//     and shell options computed at run time. The literal here-document or
+//     shell options computed at run time, a script file the same command
+//     line writes first (echo ... > x.sh; sh x.sh, curl -o i.sh ...; bash
+//     i.sh, tar -x ...; python3 d/setup.py), a script from a descriptor
+//     (source /dev/fd/3), make -f -, enable -f and a computed BASH_ENV.
+//     The literal here-document or
 //     here-string a shell reads is still parsed, so its commands meet the
 //     deny rules; literal alias values are parsed the same way.
 //   - Invocations lists the command's own words and every command line a
@@ -48,9 +52,12 @@
 // delete. programs.go holds one model per well-known program (find, git,
 // go, npm/npx/pnpm/yarn/bunx, pip, tar, rg, sort, less/more, man,
 // vim/nvim/ex, emacs, awk/gawk, sed, xargs, env, rsync, ssh, sqlite3, zip,
-// unzip, parallel, script, the shells and the interpreters python, perl,
-// ruby, node, php, lua, Rscript, osascript, gdb, ...). Each option that does
-// more than the program's plain use becomes a fact:
+// unzip, parallel, script, make, hyperfine, nix-shell, the runners uv run,
+// uvx, pipx run, poetry/pipenv/pdm/hatch/rye run, bundle exec, conda run,
+// direnv exec, op/doppler run, aws-vault exec, perf stat, the shells and
+// the interpreters python, perl, ruby, node, php, lua, Rscript, osascript,
+// gdb, ...). Each option that does more than the program's plain use
+// becomes a fact:
 //
 //   - an executed command line is an Invocation whose Wrapper names the
 //     option ("find -exec", "git bisect run", "npm exec", "rg --pre"); find
