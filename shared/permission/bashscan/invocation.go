@@ -80,7 +80,7 @@ var shells = map[string]bool{
 }
 
 // otherShells take a -c script in a language this analysis does not parse.
-var otherShells = map[string]bool{"fish": true, "csh": true, "tcsh": true, "pwsh": true, "nu": true, "xonsh": true, "elvish": true}
+var otherShells = map[string]bool{"fish": true, "csh": true, "tcsh": true, "pwsh": true, "powershell": true, "nu": true, "xonsh": true, "elvish": true}
 
 var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
@@ -137,6 +137,10 @@ func expand(args []Word, assigns []Word) expansion {
 				x.invs = append(x.invs, Invocation{Words: script, Wrapper: name, Script: true})
 			case len(inner) > 0:
 				x.invs = append(x.invs, Invocation{Words: inner, Wrapper: name, appends: name == "xargs"})
+			default:
+				if why := startsShell(name, iv.Words[1:]); why != "" && x.opaque == "" {
+					x.opaque = why
+				}
 			}
 		}
 		m := modelFor(name)
@@ -168,6 +172,23 @@ func expand(args []Word, assigns []Word) expansion {
 	return x
 }
 
+// startsShell explains why a wrapper given no command starts a shell that
+// reads its commands from standard input (sudo -s, sudo -i, su, runuser,
+// doas -s, sg, script), or returns "".
+func startsShell(name string, args []Word) string {
+	switch name {
+	case "su", "runuser":
+		return name + " without -c starts a shell that reads its commands from standard input"
+	case "sudo", "doas":
+		for _, w := range args {
+			if w.Static && (w.Text == "--shell" || w.Text == "--login" || shortFlag(w, 's') || (name == "sudo" && shortFlag(w, 'i'))) {
+				return name + " " + w.Text + " starts a shell that reads its commands from standard input"
+			}
+		}
+	}
+	return ""
+}
+
 // unwrap returns the command line a wrapper runs, or the script it hands
 // to a shell.
 func unwrap(wr wrapper, words []Word) (inner, script []Word, isScript bool) {
@@ -196,6 +217,9 @@ func unwrap(wr wrapper, words []Word) (inner, script []Word, isScript bool) {
 					return nil, words[i+1 : i+2], true
 				}
 				return nil, nil, false
+			}
+			if v, _, ok := optValue(words, i, wr.scriptOpts...); ok {
+				return nil, []Word{v}, true // env -S'rm -rf ~', su --command=...
 			}
 			if contains(wr.valueOpts, t) {
 				i += 2

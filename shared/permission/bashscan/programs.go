@@ -125,7 +125,6 @@ var baseModels = map[string]model{
 	"sqlite3":  sqliteModel,
 	"zip":      zipModel,
 	"unzip":    unzipModel,
-	"script":   scriptModel,
 	"ed":       stdinOnly("ed reads its editing commands (which may run ! shell commands) from standard input"),
 	"at":       stdinOnly("at reads the commands it schedules from standard input or a file"),
 	"batch":    stdinOnly("batch reads the commands it schedules from standard input or a file"),
@@ -134,8 +133,27 @@ var baseModels = map[string]model{
 	".":        sourceModel,
 	"parallel": parallelModel,
 	"make":     makeModel,
-	"gmake":    makeModel,
-	"enable":   enableModel,
+	"script": func(iv Invocation, e *effects) {
+		scriptModel(iv, e)
+		if len(e.runs) == 0 && !hasOpt(iv.Words[1:], "-V", "--version", "-h", "--help") {
+			e.setOpaque("script without -c starts a shell that reads its commands from standard input")
+		}
+	},
+	"tmux": func(iv Invocation, e *effects) {
+		for _, w := range iv.Words[1:] {
+			if !w.Static || (!strings.HasPrefix(w.Text, "-") && !contains([]string{"ls", "list-sessions", "list-windows", "list-panes", "has-session", "has", "kill-session", "kill-server", "attach", "attach-session", "a", "detach", "-V"}, w.Text)) {
+				e.setOpaque("tmux runs commands (or types keys) in a terminal session")
+				return
+			}
+		}
+	},
+	"screen": func(iv Invocation, e *effects) {
+		if !hasOpt(iv.Words[1:], "-ls", "-list", "-v", "-r", "-x") {
+			e.setOpaque("screen runs commands in a terminal session")
+		}
+	},
+	"gmake":  makeModel,
+	"enable": enableModel,
 	"hyperfine": func(iv Invocation, e *effects) {
 		// every operand is a shell command it benchmarks
 		for _, w := range operandsFrom(iv.Words[1:], []string{"-w", "--warmup", "-r", "--runs", "-m", "--min-runs", "-M", "--max-runs", "-p", "--prepare", "-c", "--cleanup", "-s", "--setup", "-S", "--shell", "-n", "--command-name", "--export-json", "--export-markdown", "--export-csv", "-L", "--parameter-list", "-P", "--parameter-scan", "-D", "--parameter-step-size", "-u", "--time-unit", "--style", "--output"}) {

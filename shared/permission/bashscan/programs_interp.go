@@ -60,6 +60,17 @@ func shellModel(iv Invocation, e *effects) {
 			i += 2
 			continue
 		}
+		if otherShells[name] && t[0] == '-' {
+			lower := strings.ToLower(strings.TrimLeft(t, "-"))
+			if strings.HasPrefix(lower, "c") || strings.HasPrefix(lower, "e") || strings.HasPrefix(lower, "f") && name == "pwsh" {
+				if strings.HasPrefix(lower, "f") {
+					i++ // pwsh -File script: the script file follows
+					break
+				}
+				e.setOpaque(name + " " + t + " runs a script in a language this analysis does not parse")
+				return
+			}
+		}
 		if !strings.HasPrefix(t, "--") && t[0] == '-' {
 			if strings.Contains(t, "c") {
 				return // -c: the script is an operand, parsed elsewhere

@@ -266,13 +266,24 @@ EOF`, []string{"opaque: bash reads its script from standard input"}, false},
 		{"make SHELL=", `make SHELL='rm -rf ~'`, []string{"script make SHELL=: rm -rf ~"}, false},
 		{"make is plain", `make -j4 test`, nil, true},
 		{"enable -f", `enable -f ./x.so x`, []string{"opaque: enable -f loads shell builtins from a shared library"}, false},
+		// shells started without a command read stdin
+		{"sudo -s", `echo 'rm -rf ~' | sudo -s`, []string{"opaque: sudo -s starts a shell that reads its commands from standard input"}, false},
+		{"sudo -i", `sudo -i <<< 'rm -rf ~'`, []string{"opaque: *"}, false},
+		{"su", `echo 'rm -rf ~' | su root`, []string{"opaque: su without -c starts a shell that reads its commands from standard input"}, false},
+		{"sudo with a command is not a shell", `sudo -u ci make`, []string{"run sudo: make"}, false},
+		{"env -S attached", `env -S'rm -rf ~'`, []string{"script env: rm -rf ~"}, false},
+		{"pwsh -Command", `pwsh -Command 'Remove-Item -Recurse ~'`, []string{"opaque: pwsh -Command runs a script in a language this analysis does not parse"}, false},
+		{"pwsh -File is a script file", `pwsh -File build.ps1`, nil, true},
+		{"tmux send-keys", `tmux send-keys 'rm -rf ~' Enter`, []string{"opaque: *"}, false},
+		{"tmux ls", `tmux ls`, nil, true},
+		{"script without -c", `script -q /dev/null`, []string{"opaque: *"}, false},
 		// misc
 		{"sqlite3 dot command", `sqlite3 db.sqlite '.shell rm -rf ~'`, []string{"inline .shell rm -rf ~", "write db.sqlite"}, false},
 		{"sqlite3 reading stdin", `sqlite3 db.sqlite < x.sql`, []string{"opaque: *"}, false},
 		{"ssh ProxyCommand", `ssh -o ProxyCommand='rm -rf ~' host`, []string{"script ssh -o ProxyCommand: rm -rf ~"}, false},
 		{"rsync -e", `rsync -e 'sh -c "rm x"' a b:`, []string{"script rsync --rsh: sh -c \"rm x\""}, false},
 		{"busybox applet", `busybox rm -rf ~`, []string{"run busybox: rm -rf ~"}, false},
-		{"script -c", `script -qc 'rm -rf ~' /dev/null`, nil, false},
+		{"script -c", `script -c 'rm -rf ~' /dev/null`, []string{"script script -c: rm -rf ~"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
