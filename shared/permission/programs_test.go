@@ -192,6 +192,33 @@ func TestHereDocumentScriptIsDenied(t *testing.T) {
 	}
 }
 
+// A recursive write or delete above a denied path is a possible match of
+// the path rule; one at the denied path is a definite match.
+func TestRecursiveWritesMeetPathRules(t *testing.T) {
+	e := newEngine(t)
+	cases := []decideCase{
+		{name: "rm -rf ~ may delete ~/.ssh", rules: []string{"allow: Bash", "deny: Edit(~/.ssh/**)"}, call: bashCall("rm -rf ~"), want: ask, source: permission.SourceDenyRule, code: permission.CodeUnverifiable},
+		{name: "find ~ -delete may delete ~/.ssh", rules: []string{"allow: Bash", "deny: Edit(~/.ssh/**)"}, call: bashCall("find ~ -delete"), want: ask, source: permission.SourceDenyRule},
+		{name: "tar -x into ~/.ssh", rules: []string{"allow: Bash", "deny: Edit(~/.ssh/**)"}, call: bashCall("tar -xf keys.tar -C ~/.ssh"), want: deny, source: permission.SourceDenyRule, code: permission.CodeDenyRule},
+		{name: "git clean elsewhere does not meet the rule", rules: []string{"allow: Bash", "deny: Edit(~/.ssh/**)"}, call: bashCall("git -C build clean -fdx"), want: allow},
+		{name: "rm -f of a file does not meet the rule (it is only outside the project)", rules: []string{"allow: Bash", "deny: Edit(~/.ssh/**)"}, call: bashCall("rm -f ~/notes.txt"), want: ask, source: permission.SourceMode},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := runDecide(t, e, tc, true)
+			if d.Permission != tc.want {
+				t.Fatalf("permission %s, want %s; reason %+v", d.Permission, tc.want, d.Reason)
+			}
+			if tc.source != "" && d.Reason.Source != tc.source {
+				t.Errorf("source %s, want %s; reason %+v", d.Reason.Source, tc.source, d.Reason)
+			}
+			if tc.code != "" && d.Reason.Code != tc.code {
+				t.Errorf("code %s, want %s", d.Reason.Code, tc.code)
+			}
+		})
+	}
+}
+
 // A glob in a command word is a possible match of every command it could
 // expand to, and never allowed by a pattern rule.
 func TestGlobCommandNameDecisions(t *testing.T) {

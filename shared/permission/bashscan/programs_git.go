@@ -19,7 +19,9 @@ var gitHarmlessKeys = set("user.name", "user.email", "user.signingkey", "core.au
 	"help.autocorrect", "log.showsignature", "format.pretty", "grep.linenumber", "column.ui", "status.short",
 	"status.branch", "advice.detachedhead")
 
-var gitHarmlessPrefixes = []string{"color.", "advice.", "i18n.", "user.", "log.", "status."}
+var gitHarmlessPrefixes = []string{"color.", "advice.", "i18n.", "user.", "log.", "status.", "http.", "pull.", "push.",
+	"fetch.", "gc.", "feature.", "index.", "pack.", "rebase.", "commit.", "tag.", "format.", "blame.", "grep.", "branch.",
+	"checkout.", "clone.", "rerere.", "column.", "init."}
 
 var boolOrNumber = regexp.MustCompile(`^(?i:true|false|yes|no|on|off|-?[0-9]+[kmg]?)$`)
 
