@@ -206,6 +206,27 @@ func (c *Command) BaseName() string {
 	return path.Base(n)
 }
 
+// Plain reports whether the command does only its program's plain use: it
+// is not opaque, runs no other command line (a wrapped command, a command
+// or script an option runs, a synthetic delete, a variable holding a
+// command), runs no inline code and writes no file through an option of its
+// program. A script handed to a shell (bash -c '...') is plain: its
+// commands are recorded and judged on their own. Redirections and file
+// arguments are reported by PathRefs. A
+// known-safe (read-only) analysis must require Plain: less '+!cmd', git -c
+// core.pager=..., find -delete and sort -o are not plain.
+func (c *Command) Plain() bool {
+	if c.Opaque || len(c.InlineCode) > 0 || len(c.effectPaths) > 0 {
+		return false
+	}
+	for k, iv := range c.Invocations {
+		if k > 0 || iv.Wrapper != "" || iv.Script || iv.Synthetic {
+			return false
+		}
+	}
+	return true
+}
+
 // Static reports whether every word of the command (assignments included)
 // is known before run time and the command is not opaque or computed.
 func (c *Command) Static() bool {

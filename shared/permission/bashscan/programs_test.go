@@ -300,6 +300,33 @@ EOF`, []string{"opaque: bash reads its script from standard input"}, false},
 	}
 }
 
+// Plain is what a known-safe analysis may rely on: only the program's own
+// plain use (a script handed to a shell is judged by its commands).
+func TestPlain(t *testing.T) {
+	cases := []struct {
+		src   string
+		plain bool
+	}{
+		{`git status`, true}, {`git log --oneline`, true}, {`find . -name '*.go'`, true}, {`less +G f`, true}, {`ls -la`, true},
+		{`export A=1`, true}, {`less '+!rm' f`, false}, {`git -c core.pager=x log`, false}, {`find . -delete`, false},
+		{`sort -o x f`, false}, {`sudo ls`, false}, {`python3 -c 1`, false}, {`GIT_PAGER=x git log`, false},
+		{`export EDITOR=vim`, false}, {`echo x | sh`, false}, {`less -o log f`, false}, {`bash -c 'ls'`, true}, {`bash -c 'find . -delete'`, false},
+	}
+	for _, tc := range cases {
+		p, err := bashscan.Analyze(tc.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := true
+		for i := range p.Commands {
+			all = all && p.Commands[i].Plain()
+		}
+		if all != tc.plain {
+			t.Errorf("every command of %q plain = %v, want %v", tc.src, all, tc.plain)
+		}
+	}
+}
+
 // Running what the command line itself built or only logged to is not a
 // second-shell script.
 func TestRunningWithoutWritingTheScript(t *testing.T) {
