@@ -269,7 +269,7 @@ func modelFor(name string) model {
 	if m := programs[name]; m != nil {
 		return m
 	}
-	if pythonName.MatchString(name) {
+	if (strings.HasPrefix(name, "python") || strings.HasPrefix(name, "pypy")) && pythonName.MatchString(name) {
 		return interpModel
 	}
 	return nil
