@@ -29,13 +29,30 @@
 //
 // Bash commands are analysed as whole programs (package bashscan). A deny or
 // ask rule matches when ANY command of the program matches it or might
-// match it (a computed word, a wrapper like sudo or xargs, a possible path);
-// an allow rule allows only when EVERY command is allowed, every word is
-// static and every redirection stays in the project scope. Input over
-// bashscan.MaxBytes (64 KiB), input that does not parse and opaque commands
-// (eval, $CMD, bash -c "$x") are never allowed by a rule, a mode or a
-// classifier: they are asked (interactive) or denied, and denied outright
-// when a scoped hard constraint, restriction or deny rule might match them.
+// match it: a computed word, a wrapper like sudo or xargs, a command line a
+// program's option runs (find -exec, git -c core.pager=..., go test -exec),
+// a delete seen as rm -rf (find -delete, git clean), a possible path (a
+// tree that rm -r or tar -x writes may contain the rule's path), a glob
+// command name (/usr/bin/r[m]). A match is definite when every text the
+// command may become matches the rule ("rm $X" is definitely "rm *").
+//
+// An allow rule allows only when EVERY command is allowed: its own text and
+// every command line it may run (the wrapped command, find -exec's command,
+// the synthetic rm -rf of a delete, the commands of a script it hands to a
+// shell) each match an allow rule; every word is static; no command name
+// is a glob; every write (redirection, file argument, written option) stays
+// in the project scope; and inline code (python3 -c, perl -e, awk
+// '{system(...)}') is covered only by a rule whose literal text names its
+// flag (Bash(python3 -c *)), never by Bash(python3 *). A whole-tool Bash
+// allow stays whole-tool. So Bash(find *) alone does not allow find . -exec
+// rm {} +; Bash(find *) with Bash(grep *) allows find . -exec grep -l x {} +.
+//
+// Input over bashscan.MaxBytes (64 KiB), input that does not parse and
+// opaque commands (eval, $CMD, bash -c "$x", echo ... | sh, sh <<EOF, bash
+// <(...), an expanded alias) are never allowed by a rule, a mode or a
+// classifier: they are asked (interactive) or denied (noninteractive). An
+// opaque command is a possible match of every Bash pattern rule, so a hard
+// constraint, restriction or deny rule is named in the decision.
 //
 // # Trusted and untrusted
 //

@@ -110,7 +110,10 @@ func hostMatch(r Rule, host string, conservative bool) bool {
 
 // matchBashRule matches one rule against every command and path of a Bash
 // program. Input that could not be analysed matches only whole-tool rules:
-// the caller asks a person about it (SourceAnalysis).
+// the caller asks a person about it (SourceAnalysis). An opaque command (what
+// it runs cannot be known: eval, $CMD, a shell reading its script from
+// standard input) is a possible match of every Bash pattern rule, so a deny
+// or hard constraint that might match it is named and it is never allowed.
 func (x *evalCtx) matchBashRule(r Rule) (hit, bool) {
 	b := x.bash
 	if r.kind == kindWhole && r.AppliesTo("Bash") {
@@ -128,7 +131,7 @@ func (x *evalCtx) matchBashRule(r Rule) (hit, bool) {
 					if !bashscan.Intersect(alt, f) {
 						continue
 					}
-					h := hit{rule: r, what: c.Text(), possible: f.HasWild()}
+					h := hit{rule: r, what: c.Text(), possible: !covers(alt, f)}
 					if !h.possible {
 						return h, true
 					}
@@ -151,22 +154,61 @@ func (x *evalCtx) matchBashRule(r Rule) (hit, bool) {
 				possible = &hit{rule: r, what: what, possible: true}
 			}
 			for _, cand := range cands {
-				if ref.Path.Glob && mayMatchUnder(pat, cand) || !ref.Path.Glob && pathMatch(pat, cand, true) {
-					h := hit{rule: r, what: what, possible: !exact}
-					if !h.possible {
-						return h, true
-					}
-					if possible == nil {
-						possible = &h
-					}
+				matched, sure := false, exact
+				switch {
+				case ref.Path.Glob:
+					matched = mayMatchUnder(pat, cand)
+				case pathMatch(pat, cand, true):
+					matched = true
+				case ref.Recursive && mayMatchUnder(pat, cand):
+					// rm -rf ~ may delete ~/.ssh: a possible match.
+					matched, sure = true, false
+				}
+				if !matched {
+					continue
+				}
+				h := hit{rule: r, what: what, possible: !sure}
+				if !h.possible {
+					return h, true
+				}
+				if possible == nil {
+					possible = &h
 				}
 			}
+		}
+	}
+	if possible == nil && r.kind == kindBash {
+		if c, ok := b.prog.Opaque(); ok {
+			possible = &hit{rule: r, what: c.Text() + " (" + c.OpaqueReason + ")", possible: true}
 		}
 	}
 	if possible != nil {
 		return *possible, true
 	}
 	return hit{}, false
+}
+
+// covers reports whether every text the command form f may become matches
+// the rule pattern alt: alt is literal text ending in one wildcard ("rm *")
+// and f starts with that text literally ("rm ./*", "rm $X"), or alt and f
+// are the same literal text. Intersect without covers is a possible match.
+func covers(alt, f bashscan.Pattern) bool {
+	if !f.HasWild() {
+		return true // Intersect on a literal form is exact matching
+	}
+	if len(alt) == 0 || alt[len(alt)-1] != bashscan.Wild {
+		return false
+	}
+	prefix := alt[:len(alt)-1]
+	if prefix.HasWild() || len(prefix) > len(f) {
+		return false
+	}
+	for i, r := range prefix {
+		if f[i] != r {
+			return false
+		}
+	}
+	return true
 }
 
 // matchAllow finds the allow rule that allows the call exactly. For Bash,
@@ -226,33 +268,30 @@ func (x *evalCtx) matchBashAllow(rules []Rule) (hit, bool, string) {
 		if !c.Static() {
 			return hit{}, false, fmt.Sprintf("%q is computed at run time, so no allow rule can match it", c.Text())
 		}
-		text := bashscan.Literal(c.Text())
-		found := false
-		for _, r := range rules {
-			if !r.AppliesTo("Bash") {
+		// The command's own text, then every command line it may run
+		// (wrappers, find -exec, synthetic deletes, ...): each needs an
+		// allow rule of its own. Scripts are judged through their commands.
+		for k, iv := range c.Invocations {
+			own := k == 0 && c.Kind == bashscan.KindSimple
+			if !own && (iv.Script || iv.RunsScript()) {
 				continue
 			}
-			if r.kind == kindWhole {
-				note(r)
-				found = true
-				break
+			text := bashscan.JoinText(iv.Words)
+			if own {
+				text = c.Text()
 			}
-			if r.kind != kindBash {
-				continue
+			r, ok, why := allowRuleFor(rules, text, iv, inlineOf(c, k))
+			if !ok {
+				return hit{}, false, why
 			}
-			for _, alt := range r.bash {
-				if bashscan.Intersect(alt, text) {
-					note(r)
-					found = true
-					break
-				}
-			}
-			if found {
-				break
-			}
+			note(r)
 		}
-		if !found {
-			return hit{}, false, fmt.Sprintf("no allow rule matches %q", c.Text())
+		if c.Kind != bashscan.KindSimple {
+			r, ok, why := allowRuleFor(rules, c.Text(), bashscan.Invocation{}, nil)
+			if !ok {
+				return hit{}, false, why
+			}
+			note(r)
 		}
 	}
 	for _, ref := range prog.PathRefs() {
@@ -268,6 +307,95 @@ func (x *evalCtx) matchBashAllow(rules []Rule) (hit, bool, string) {
 		h.rule.Text = strings.Join(used, " + ")
 	}
 	return h, true, ""
+}
+
+// inlineOf returns the inline code command c runs through invocation k.
+func inlineOf(c *bashscan.Command, k int) []bashscan.InlineCode {
+	var out []bashscan.InlineCode
+	for _, ic := range c.InlineCode {
+		if ic.Invocation == k {
+			out = append(out, ic)
+		}
+	}
+	return out
+}
+
+// allowRuleFor finds the allow rule that covers one command line: a
+// whole-tool Bash rule, or a Bash rule matching its text whose literal text
+// names the flag of every inline code it runs (Bash(python3 -c *) covers
+// python3 -c '...'; Bash(python3 *) does not). A command name that is a
+// glob (/usr/bin/r[m]) is covered by no pattern rule.
+func allowRuleFor(rules []Rule, text string, iv bashscan.Invocation, inline []bashscan.InlineCode) (Rule, bool, string) {
+	lit := bashscan.Literal(text)
+	glob := len(iv.Words) > 0 && iv.Words[0].Glob
+	label := ""
+	if iv.Wrapper != "" {
+		label = " (" + iv.Wrapper + ")"
+	}
+	matchedWithoutFlag := false
+	for _, r := range rules {
+		if !r.AppliesTo("Bash") {
+			continue
+		}
+		if r.kind == kindWhole {
+			return r, true, ""
+		}
+		if r.kind != kindBash || glob {
+			continue
+		}
+		for _, alt := range r.bash {
+			if !bashscan.Intersect(alt, lit) {
+				continue
+			}
+			if !namesFlags(alt, inline) {
+				matchedWithoutFlag = true
+				continue
+			}
+			return r, true, ""
+		}
+	}
+	switch {
+	case glob:
+		return Rule{}, false, fmt.Sprintf("the command name %q is a pattern the shell expands at run time, so no allow rule can match it", iv.Words[0].Text)
+	case matchedWithoutFlag:
+		ic := inline[0]
+		return Rule{}, false, fmt.Sprintf("%q runs inline code (%s); a rule for the program does not cover it, only one that names %s, like Bash(%s %s *)",
+			text, ic.Flag, ic.Flag, iv.Name(), ic.Flag)
+	}
+	return Rule{}, false, fmt.Sprintf("no allow rule matches %q%s", text, label)
+}
+
+// namesFlags reports whether a rule pattern contains the flag of every
+// inline code as a literal word.
+func namesFlags(alt bashscan.Pattern, inline []bashscan.InlineCode) bool {
+	for _, ic := range inline {
+		if !hasWord(alt, []rune(ic.Flag)) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasWord(p bashscan.Pattern, w []rune) bool {
+	if len(w) == 0 {
+		return false
+	}
+	for i := 0; i+len(w) <= len(p); i++ {
+		if (i > 0 && p[i-1] != ' ') || (i+len(w) < len(p) && p[i+len(w)] != ' ') {
+			continue
+		}
+		same := true
+		for j, r := range w {
+			if p[i+j] != r {
+				same = false
+				break
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	return false
 }
 
 // effectless: commands that are allowed when every command they run is:

@@ -3,6 +3,7 @@ package bashscan
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -116,7 +117,13 @@ func (a *analyzer) walkScript(f *syntax.File, sc script) {
 		case *syntax.ProcSubst:
 			top.subst = ViaProcessSubst
 		case *syntax.CallExpr:
-			a.record(stack, sc, a.callCommand(n, sc))
+			c := a.callCommand(n, sc)
+			if len(stack) >= 2 {
+				if st, ok := stack[len(stack)-2].node.(*syntax.Stmt); ok {
+					c.stdinText, c.hasStdinText = stdinScript(st, sc.src)
+				}
+			}
+			a.record(stack, sc, c)
 		case *syntax.DeclClause:
 			a.record(stack, sc, declCommand(n, sc.src))
 		case *syntax.TestClause:
@@ -212,14 +219,14 @@ func (a *analyzer) callCommand(call *syntax.CallExpr, sc script) Command {
 	}
 	if len(call.Args) == 0 {
 		c.Kind = KindAssign
+		c.expand()
 		return c
 	}
 	c.Kind = KindSimple
 	for _, w := range call.Args {
 		c.Args = append(c.Args, convertWord(w, sc.src))
 	}
-	c.Invocations = invocations(c.Args)
-	c.suffixes = wrapperSuffixes(c.Invocations)
+	c.expand()
 	return c
 }
 
@@ -267,7 +274,26 @@ func declCommand(d *syntax.DeclClause, src string) Command {
 	for _, as := range d.Args {
 		c.Assigns = append(c.Assigns, assignWord(as, src))
 	}
+	if name == "export" || name == "declare" || name == "typeset" || name == "local" || name == "readonly" {
+		// export GIT_PAGER='...': later commands run the value.
+		c.Invocations = varScripts(c.Assigns)
+	}
 	return c
+}
+
+// expand fills in what the command may run, write and execute inline (the
+// wrappers of invocation.go and the program model of programs.go).
+func (c *Command) expand() {
+	x := expand(c.Args, c.Assigns)
+	c.Invocations = x.invs
+	c.InlineCode = x.inline
+	c.effectPaths = x.paths
+	c.readsStdin = x.readsStdin
+	c.scriptFiles = x.scriptFiles
+	if x.opaque != "" {
+		c.Opaque, c.OpaqueReason = true, x.opaque
+	}
+	c.suffixes = wrapperSuffixes(c.Invocations)
 }
 
 var number = regexp.MustCompile(`^[0-9]+$`)
@@ -366,6 +392,7 @@ func (a *analyzer) nested(i int, sc script) {
 			c.Opaque, c.OpaqueReason = true, why
 		}
 	}
+	a.stdinCommands(i, sc)
 	invs := a.prog.Commands[i].Invocations
 	for k, iv := range invs {
 		if !iv.Script {
@@ -381,6 +408,10 @@ func (a *analyzer) nested(i int, sc script) {
 				opaque("the sourced file is computed at run time")
 				continue
 			}
+		}
+		if !iv.Script && iv.Name() == "alias" && k == 0 {
+			a.aliasValues(i, iv, sc)
+			continue
 		}
 		words, ok, why := scriptOf(iv)
 		if !ok {
@@ -401,10 +432,13 @@ func (a *analyzer) nested(i int, sc script) {
 			continue
 		}
 		c := &a.prog.Commands[i]
-		if k == 0 {
+		if k == 0 && iv.Wrapper == "" && c.Kind == KindSimple {
 			// Only a script the command itself runs makes it a pure script
 			// runner; a wrapper in front (sudo bash -c) still matters.
 			c.Script = true
+		}
+		if !iv.Script {
+			c.Invocations[k].runsScript = true
 		}
 		pos := c.Pos
 		if sc.pos != nil {
@@ -417,12 +451,238 @@ func (a *analyzer) nested(i int, sc script) {
 	}
 }
 
+// stdinScript returns the literal text a here-document or here-string
+// gives the statement's standard input (the last one wins, as in Bash).
+// ok is false when there is none or it is computed.
+func stdinScript(st *syntax.Stmt, src string) (text string, ok bool) {
+	for _, r := range st.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			text, ok = "", false
+			if r.Hdoc == nil {
+				ok = true
+				continue
+			}
+			quoted := r.Word != nil && !isPlainLit(r.Word)
+			var b strings.Builder
+			lit := true
+			for _, part := range r.Hdoc.Parts {
+				l, isLit := part.(*syntax.Lit)
+				if !isLit || (!quoted && strings.ContainsRune(l.Value, '\\')) {
+					lit = false
+					break
+				}
+				b.WriteString(l.Value)
+			}
+			text, ok = b.String(), lit
+		case syntax.WordHdoc:
+			text, ok = "", false
+			if r.Word != nil {
+				if w := convertWord(r.Word, src); w.Static && !w.Glob {
+					text, ok = w.Text+"\n", true
+				}
+			}
+		case syntax.RdrIn, syntax.RdrInOut:
+			text, ok = "", false
+		}
+	}
+	return text, ok
+}
+
+// isPlainLit reports whether a here-document delimiter is unquoted (its
+// body is expanded).
+func isPlainLit(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	return ok && !strings.ContainsRune(l.Value, '\\')
+}
+
+// stdinCommands parses the literal here-document or here-string a shell
+// (or source /dev/stdin) reads its script from, so the commands in it meet
+// the deny rules. The command stays Opaque: it is never allowed.
+func (a *analyzer) stdinCommands(i int, sc script) {
+	c := &a.prog.Commands[i]
+	if !c.readsStdin || !c.hasStdinText || sc.depth+1 > MaxNesting {
+		return
+	}
+	f, err := parse(c.stdinText)
+	if err != nil {
+		return
+	}
+	pos := c.Pos
+	a.walkScript(f, script{
+		src: c.stdinText, parent: i, via: ViaScript, depth: sc.depth + 1,
+		pipes: append([]PipeStage(nil), c.Pipes...), fn: c.Function, pos: &pos, bg: c.Background,
+	})
+}
+
+// aliasValues parses the literal values of alias definitions (alias
+// ll='ls -l') as scripts, so their commands are judged; a computed value
+// makes the alias opaque.
+func (a *analyzer) aliasValues(i int, iv Invocation, sc script) {
+	for _, w := range iv.Words[1:] {
+		if w.Option() {
+			continue
+		}
+		if !w.Static {
+			c := &a.prog.Commands[i]
+			if !c.Opaque {
+				c.Opaque, c.OpaqueReason = true, "the alias is defined with a value computed at run time"
+			}
+			continue
+		}
+		_, value, ok := strings.Cut(w.Text, "=")
+		if !ok || strings.TrimSpace(value) == "" {
+			continue
+		}
+		c := &a.prog.Commands[i]
+		if sc.depth+1 > MaxNesting {
+			c.Opaque, c.OpaqueReason = true, "scripts nest deeper than the analysis follows"
+			continue
+		}
+		f, err := parse(value)
+		if err != nil {
+			// An alias value may be a fragment ("alias x='if true;'"):
+			// what it becomes depends on where it is used.
+			c.Opaque, c.OpaqueReason = true, "the alias value is not a complete command: "+err.Error()
+			continue
+		}
+		pos := c.Pos
+		a.walkScript(f, script{
+			src: value, parent: i, via: ViaScript, depth: sc.depth + 1,
+			pipes: append([]PipeStage(nil), c.Pipes...), fn: c.Function, pos: &pos, bg: c.Background,
+		})
+	}
+}
+
+// aliasesExpanded reports whether aliases may be expanded in the program:
+// shopt -s expand_aliases (or shell options computed at run time), or a
+// shell started interactive (-i) or with -O expand_aliases.
+func (p *Program) aliasesExpanded() bool {
+	for i := range p.Commands {
+		c := &p.Commands[i]
+		for _, iv := range c.Invocations {
+			if iv.Script || len(iv.Words) == 0 {
+				continue
+			}
+			name := iv.Name()
+			args := iv.Words[1:]
+			switch {
+			case name == "shopt":
+				if !AllStatic(args) {
+					return true
+				}
+				for _, w := range args {
+					if w.Text == "expand_aliases" {
+						return true
+					}
+				}
+			case shells[name]:
+				for k, w := range args {
+					if !w.Static {
+						break
+					}
+					if (w.Text == "-O" || w.Text == "+O") && k+1 < len(args) && (!args[k+1].Static || args[k+1].Text == "expand_aliases") {
+						return true
+					}
+					if shortFlag(w, 'i') {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// markAliases makes alias definitions opaque where aliases are expanded:
+// any later word may then run the alias's text, which the analysis cannot
+// place. A shopt or set -o with a computed option is opaque too.
+func (a *analyzer) markAliases() {
+	p := a.prog
+	on := p.aliasesExpanded()
+	for i := range p.Commands {
+		c := &p.Commands[i]
+		if c.Kind != KindSimple || c.Opaque {
+			continue
+		}
+		switch c.BaseName() {
+		case "alias":
+			if on && len(c.Args) > 1 {
+				c.Opaque, c.OpaqueReason = true, "aliases are expanded here (shopt -s expand_aliases or an interactive shell), so later words may run the alias's text"
+			}
+		case "shopt":
+			if !AllStatic(c.Args) {
+				c.Opaque, c.OpaqueReason = true, "it sets shell options computed at run time"
+			}
+		case "set":
+			for k, w := range c.Args[1:] {
+				if w.Static && (w.Text == "-o" || w.Text == "+o") && k+2 < len(c.Args) && !c.Args[k+2].Static {
+					c.Opaque, c.OpaqueReason = true, "it sets shell options computed at run time"
+				}
+			}
+		}
+	}
+}
+
+// markWrittenScripts makes a command opaque when it runs a script file (sh
+// FILE, source FILE, python3 FILE, ./FILE) that the same command line
+// writes (echo ... > FILE, curl -o FILE, cp, tar -x): the script exists only
+// at run time.
+func (a *analyzer) markWrittenScripts() {
+	var written []PathRef
+	for _, r := range a.prog.pathRefs {
+		// A program built by the go tool runs the project's own code,
+		// like go run; anything else written and then run is new code.
+		if r.Access.Writes() && r.Path.Static && !HarmlessDevice(r.Path.Text) && !strings.HasPrefix(r.Source, "go ") {
+			written = append(written, r)
+		}
+	}
+	if len(written) == 0 {
+		return
+	}
+	for i := range a.prog.Commands {
+		c := &a.prog.Commands[i]
+		if c.Opaque || c.Kind != KindSimple {
+			continue
+		}
+		files := c.scriptFiles
+		for _, iv := range c.Invocations {
+			if !iv.Script && len(iv.Words) > 0 && iv.Words[0].Static && strings.Contains(iv.Words[0].Text, "/") {
+				files = append(files, iv.Words[0])
+			}
+		}
+		for _, f := range files {
+			if !f.Static {
+				continue
+			}
+			for _, w := range written {
+				if w.Command == i && len(c.scriptFiles) == 0 {
+					continue // a program writing its own output file
+				}
+				p, q := path.Clean(f.Text), path.Clean(w.Path.Text)
+				if p == q || (w.Recursive || w.Path.Glob) && (q == "." || strings.HasPrefix(p, strings.TrimSuffix(q, "*")) || strings.HasPrefix(p, q+"/")) {
+					c.Opaque, c.OpaqueReason = true, fmt.Sprintf("it runs %s, which this command line writes first (%s)", f.Text, w.Source)
+					break
+				}
+			}
+			if c.Opaque {
+				break
+			}
+		}
+	}
+}
+
 // finish marks calls of functions the program declares and collects the
 // program's paths and directory changes.
 func (a *analyzer) finish() {
+	a.markAliases()
 	defer func() {
 		a.prog.pathRefs = a.prog.collectPathRefs()
 		a.prog.dirChanges = a.prog.collectDirChanges()
+		a.markWrittenScripts()
 	}()
 	if len(a.prog.Functions) == 0 {
 		return

@@ -132,7 +132,7 @@ func TestForms(t *testing.T) {
 		{"assignments", `X=1 rm a`, []string{"X=1 rm a", "rm a"}},
 		{"wrappers", `sudo -u root nice -n 5 rm -rf /`, []string{"sudo -u root nice -n 5 rm -rf /", "nice -n 5 rm -rf /", "rm -rf /", "root nice -n 5 rm -rf /", "5 rm -rf /", "/"}},
 		{"xargs", `xargs -n1 rm`, []string{"xargs -n1 rm", "rm"}},
-		{"find -exec", `find . -exec rm -f {} \;`, []string{"find . -exec rm -f {} ;", "rm -f {}"}},
+		{"find -exec", `find . -exec rm -f {} \;`, []string{"find . -exec rm -f {} ;", "rm -f ./*"}},
 		{"brace expansion", `rm -rf /{etc,usr}/x`, []string{"rm -rf /*"}},
 		{"computed words", `rm -rf $DIR/*`, []string{"rm -rf */*"}},
 		{"command -v describes only", `command -v rm`, []string{"command -v rm", "rm"}},

@@ -29,6 +29,16 @@ func FuzzAnalyzeBash(f *testing.F) {
 		"a |& b; coproc c; time d; ! e",
 		`echo "unterminated`,
 		"\xff\xfe",
+		`find ~ -delete -o -exec rm -rf {} + -fprintf ~/.bashrc '%p'`,
+		`git -C ~ -c core.pager='sh -c "rm -rf ~"' -c alias.x='!rm' x; git config alias.y 'clean -fdx'`,
+		`git submodule foreach 'rm -rf ~'; git log --output=x; git rebase -x 'make' main`,
+		`go test -exec='rm -rf ~' -toolexec=x ./...; go generate; npm exec -- rimraf ~; npx -c 'rm'`,
+		`tar -xzf a.tgz -C ~ --to-command='rm' -I 'sh -c x' --checkpoint-action=exec=x --remove-files`,
+		`tar czf out.tgz src; rg --pre ./p x; sort -o ~/x; less '+!rm' f; vim -c '!rm' +x f`,
+		`awk '{system("rm")} {print > "f"}' f; sed 's/a/b/e;w x' f; perl -lne 'x'; python3 -Bc 'x'; node -e x`,
+		"echo rm | sh; sh <<EOF\nrm -rf ~\nEOF\n. /dev/stdin <<< 'rm'; bash -s; python3 -; base64 -d | bash",
+		"shopt -s expand_aliases\nalias x='rm -rf ~'\nx; /usr/bin/r[m] -rf ~; r? x",
+		`GIT_PAGER='rm -rf ~' git log; export EDITOR=rm; env LESSOPEN='|rm %s' less f; xargs -I{} sh -c 'rm {}'`,
 	} {
 		f.Add(seed)
 	}
@@ -61,6 +71,22 @@ func FuzzAnalyzeBash(f *testing.F) {
 			c := &p.Commands[i]
 			if c.Parent >= len(p.Commands) {
 				t.Fatalf("command %d has parent %d of %d", i, c.Parent, len(p.Commands))
+			}
+			if c.Opaque && c.OpaqueReason == "" {
+				t.Fatalf("command %q is opaque without a reason", c.Text())
+			}
+			for _, ic := range c.InlineCode {
+				if ic.Invocation < 0 || ic.Invocation >= len(c.Invocations) {
+					t.Fatalf("inline code of %q points at invocation %d of %d", c.Text(), ic.Invocation, len(c.Invocations))
+				}
+			}
+			for _, iv := range c.Invocations {
+				if iv.Synthetic && (len(iv.Words) < 3 || iv.Words[0].Text != "rm" || iv.Wrapper == "") {
+					t.Fatalf("synthetic delete of %q is not rm -rf <paths> with its origin: %q", c.Text(), bashscan.JoinText(iv.Words))
+				}
+				if (iv.Script || iv.Synthetic) && len(iv.Words) == 0 {
+					t.Fatalf("empty invocation in %q", c.Text())
+				}
 			}
 			p.Ancestors(i)
 			c.Text()

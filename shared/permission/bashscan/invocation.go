@@ -1,7 +1,6 @@
 package bashscan
 
 import (
-	"path"
 	"regexp"
 	"strings"
 )
@@ -50,6 +49,29 @@ var wrappers = map[string]wrapper{
 	"su":         {valueOpts: []string{"-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"}, scriptOpts: []string{"-c", "--command", "--session-command"}, positional: 1},
 	"runuser":    {valueOpts: []string{"-s", "--shell", "-g", "--group", "-G", "--supp-group", "-u", "--user", "-w"}, scriptOpts: []string{"-c", "--command", "--session-command"}, positional: 1},
 	"watch":      {valueOpts: []string{"-n", "--interval", "-q", "--equexit", "-g"}, joinScript: true},
+	// busybox and toybox run the applet named by their first operand.
+	"busybox":      {},
+	"toybox":       {},
+	"systemd-run":  {valueOpts: []string{"-u", "--unit", "-p", "--property", "-E", "--setenv", "--uid", "--gid", "-M", "--machine", "--description", "--slice", "-H", "--host", "--working-directory", "--on-active", "--on-calendar"}},
+	"unshare":      {valueOpts: []string{"--mount-proc", "--propagation", "--setgroups", "-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd"}},
+	"nsenter":      {valueOpts: []string{"-t", "--target", "-S", "--setuid", "-G", "--setgid", "-r", "--root", "-w", "--wd"}},
+	"firejail":     {},
+	"proot":        {valueOpts: []string{"-r", "-b", "-w", "-q"}},
+	"faketime":     {positional: 1},
+	"torsocks":     {},
+	"proxychains":  {valueOpts: []string{"-f"}},
+	"proxychains4": {valueOpts: []string{"-f"}},
+	"taskset":      {positional: 1},
+	"chrt":         {positional: 1},
+	"cgexec":       {valueOpts: []string{"-g"}},
+	"prlimit":      {valueOpts: []string{"-p", "--pid"}},
+	"numactl":      {valueOpts: []string{"-N", "-m", "-C", "-p", "-i"}},
+	"sg":           {scriptOpts: []string{"-c"}, positional: 1},
+	// The dynamic loader runs the program it is given.
+	"ld.so":                 {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
+	"ld-linux.so.2":         {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
+	"ld-linux-x86-64.so.2":  {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
+	"ld-linux-aarch64.so.1": {valueOpts: []string{"--library-path", "--preload", "--audit", "--argv0"}},
 }
 
 // shells run a script given with -c.
@@ -58,7 +80,7 @@ var shells = map[string]bool{
 }
 
 // otherShells take a -c script in a language this analysis does not parse.
-var otherShells = map[string]bool{"fish": true, "csh": true, "tcsh": true, "pwsh": true, "nu": true, "xonsh": true, "elvish": true}
+var otherShells = map[string]bool{"fish": true, "csh": true, "tcsh": true, "pwsh": true, "powershell": true, "nu": true, "xonsh": true, "elvish": true}
 
 var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
@@ -71,36 +93,100 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// invocations returns the command's own words and, level by level, the
-// command lines its wrappers run. find -exec segments are included.
-func invocations(args []Word) []Invocation {
-	out := []Invocation{{Words: args}}
-	cur := args
-	for depth := 0; depth < 8 && len(cur) > 0; depth++ {
-		name := ""
-		if cur[0].Static {
-			name = path.Base(cur[0].Text)
-		}
-		if name == "find" {
-			out = append(out, findExecs(cur)...)
-			break
-		}
-		wr, ok := wrappers[name]
-		if !ok {
-			break
-		}
-		inner, script, isScript := unwrap(wr, cur)
-		if isScript {
-			out = append(out, Invocation{Words: script, Wrapper: name, Script: true})
-			break
-		}
-		if len(inner) == 0 {
-			break
-		}
-		out = append(out, Invocation{Words: inner, Wrapper: name})
-		cur = inner
+// maxInvocations bounds the command lines one command may expand to.
+const maxInvocations = 64
+
+// expansion is what one command may run, write and execute inline.
+type expansion struct {
+	invs   []Invocation
+	inline []InlineCode
+	paths  []PathRef
+	opaque string
+	// readsStdin: a shell or source reads its script from standard input.
+	readsStdin bool
+	// scriptFiles: script files a shell, interpreter or source runs.
+	scriptFiles []Word
+}
+
+// expand returns the command's own words and, level by level, the command
+// lines its wrappers run and the effects its program model finds (see
+// programs.go): executed command lines, scripts, synthetic deletes, written
+// files, inline code. assigns are the command's NAME=value prefixes.
+func expand(args []Word, assigns []Word) expansion {
+	var x expansion
+	if len(args) > 0 {
+		x.invs = []Invocation{{Words: args}}
 	}
-	return out
+	x.invs = append(x.invs, varScripts(assigns)...)
+	for _, a := range assigns {
+		lit := literalPrefix(a)
+		if (strings.HasPrefix(lit, "BASH_ENV=") || strings.HasPrefix(lit, "ENV=")) && (!a.Static || stdinLike(strings.SplitN(a.Text, "=", 2)[1])) {
+			x.opaque = "the shell it starts sources a startup file known only at run time (BASH_ENV)"
+		}
+	}
+	for k := 0; k < len(x.invs) && len(x.invs) < maxInvocations; k++ {
+		iv := x.invs[k]
+		if iv.Script || iv.Synthetic || len(iv.Words) == 0 || !iv.Words[0].Static {
+			continue
+		}
+		name := iv.Name()
+		if wr, ok := wrappers[name]; ok {
+			inner, script, isScript := unwrap(wr, iv.Words)
+			switch {
+			case isScript:
+				x.invs = append(x.invs, Invocation{Words: script, Wrapper: name, Script: true})
+			case len(inner) > 0:
+				x.invs = append(x.invs, Invocation{Words: inner, Wrapper: name, appends: name == "xargs"})
+			default:
+				if why := startsShell(name, iv.Words[1:]); why != "" && x.opaque == "" {
+					x.opaque = why
+				}
+			}
+		}
+		m := modelFor(name)
+		if m == nil {
+			continue
+		}
+		e := effects{}
+		m(iv, &e)
+		for _, run := range e.runs {
+			if len(x.invs) >= maxInvocations {
+				if x.opaque == "" {
+					x.opaque = "it runs more command lines than the analysis follows"
+				}
+				break
+			}
+			x.invs = append(x.invs, run)
+		}
+		for _, ic := range e.inline {
+			ic.Invocation = k
+			x.inline = append(x.inline, ic)
+		}
+		x.paths = append(x.paths, e.paths...)
+		if e.opaque != "" && x.opaque == "" {
+			x.opaque = e.opaque
+		}
+		x.readsStdin = x.readsStdin || e.readsStdin
+		x.scriptFiles = append(x.scriptFiles, e.scriptFiles...)
+	}
+	return x
+}
+
+// startsShell explains why a wrapper given no command starts a shell that
+// reads its commands from standard input (sudo -s, sudo -i, su, runuser,
+// doas -s, sg, script), or returns "".
+func startsShell(name string, args []Word) string {
+	switch name {
+	case "su", "runuser":
+		return name + " without -c starts a shell that reads its commands from standard input"
+	case "sudo", "doas":
+		for _, w := range args {
+			if w.Static && (w.Text == "--shell" || w.Text == "--login" || shortFlag(w, 's') || (name == "sudo" && shortFlag(w, 'i'))) {
+				return name + " " + w.Text + " starts a shell that reads its commands from standard input"
+			}
+		}
+	}
+	return ""
 }
 
 // unwrap returns the command line a wrapper runs, or the script it hands
@@ -132,6 +218,9 @@ func unwrap(wr wrapper, words []Word) (inner, script []Word, isScript bool) {
 				}
 				return nil, nil, false
 			}
+			if v, _, ok := optValue(words, i, wr.scriptOpts...); ok {
+				return nil, []Word{v}, true // env -S'rm -rf ~', su --command=...
+			}
 			if contains(wr.valueOpts, t) {
 				i += 2
 				continue
@@ -155,25 +244,10 @@ func unwrap(wr wrapper, words []Word) (inner, script []Word, isScript bool) {
 	return words[i:], nil, false
 }
 
-// findExecs returns the commands of find's -exec, -execdir, -ok and -okdir
-// actions (each ends at ";" or "+").
-func findExecs(words []Word) []Invocation {
-	var out []Invocation
-	for i := 1; i < len(words); i++ {
-		t := words[i].Text
-		if !words[i].Static || (t != "-exec" && t != "-execdir" && t != "-ok" && t != "-okdir") {
-			continue
-		}
-		j := i + 1
-		for j < len(words) && !(words[j].Static && (words[j].Text == ";" || words[j].Text == "+")) {
-			j++
-		}
-		if j > i+1 {
-			out = append(out, Invocation{Words: words[i+1 : j], Wrapper: "find " + t})
-		}
-		i = j
-	}
-	return out
+// clusterTakesValue reports whether a shell's short-option cluster ends
+// with -o or -O, whose value is the next word (set -euo pipefail).
+func clusterTakesValue(t string) bool {
+	return len(t) > 2 && (t[0] == '-' || t[0] == '+') && t[1] != '-' && (t[len(t)-1] == 'o' || t[len(t)-1] == 'O')
 }
 
 // wrapperSuffixes over-approximates what wrappers may run: every word after
@@ -249,6 +323,10 @@ func scriptOf(iv Invocation) (words []Word, ok bool, opaque string) {
 			}
 			if !strings.HasPrefix(t, "--") && strings.Contains(t, "c") {
 				hasC = true
+			}
+			if clusterTakesValue(t) {
+				i += 2 // bash -euo pipefail -c '...': "pipefail" is -o's value
+				continue
 			}
 			i++
 		}

@@ -16,8 +16,12 @@ type PathRef struct {
 	Command int
 	Path    Word
 	Access  Access
-	// Source says where the path comes from ("redirection >", "argument of rm").
+	// Source says where the path comes from ("redirection >", "argument of
+	// rm", "find -fprint", "tar -x").
 	Source string
+	// Recursive: the access covers everything below the path too (rm -r,
+	// find -delete, tar -x under a directory, git clean).
+	Recursive bool
 }
 
 var readers = set("cat", "tac", "head", "tail", "less", "more", "nl", "od", "xxd", "hexdump", "strings",
@@ -80,8 +84,38 @@ func (p *Program) collectPathRefs() []PathRef {
 				out = append(out, ref)
 			}
 		}
+		for _, ref := range c.effectPaths {
+			ref.Command = i
+			out = append(out, ref)
+		}
 	}
 	return out
+}
+
+// recursiveFlag reports whether rm, cp, chmod and the like were asked to
+// work on whole trees.
+func recursiveFlag(args []Word) bool {
+	for _, w := range args {
+		if !w.Static {
+			continue
+		}
+		if w.Text == "--recursive" || shortFlag(w, 'r') || shortFlag(w, 'R') {
+			return true
+		}
+	}
+	return false
+}
+
+// targetDir finds cp/install/ln -t DIR (--target-directory=DIR) and
+// returns the other words.
+func targetDir(args []Word) (Word, []Word, bool) {
+	for k := range args {
+		if v, next, ok := optValue(args, k, "-t", "--target-directory"); ok {
+			rest := append(append([]Word(nil), args[:k]...), args[next:]...)
+			return v, rest, true
+		}
+	}
+	return Word{}, nil, false
 }
 
 var ddOperand = regexp.MustCompile(`^(if|of)=(.*)$`)
@@ -92,16 +126,31 @@ func argPaths(iv Invocation) []PathRef {
 	src := "argument of " + name
 	ref := func(w Word, a Access) PathRef { return PathRef{Path: w, Access: a, Source: src} }
 	var out []PathRef
+	if iv.appends && (writers[name] || lastIsDest[name] || ownerMode[name]) {
+		// xargs rm, rg --pre rm: the files come from input at run time.
+		out = append(out, PathRef{Path: computedWord("(names read at run time)", iv.Words[0].Pos), Access: AccessWrite, Source: src + " (" + iv.Wrapper + ")"})
+	}
 	switch {
-	case readers[name]:
+	case readers[name] && name != "perl":
 		for _, w := range operands(args) {
 			out = append(out, ref(w, AccessRead))
 		}
 	case writers[name]:
+		rec := (name == "rm" || name == "shred" || name == "wipe" || name == "srm") && recursiveFlag(args)
 		for _, w := range operands(args) {
-			out = append(out, ref(w, AccessWrite))
+			r := ref(w, AccessWrite)
+			r.Recursive = rec
+			out = append(out, r)
 		}
 	case lastIsDest[name]:
+		if dir, rest, ok := targetDir(args); ok {
+			// cp -t DIR src...: DIR is written, the rest are read.
+			out = append(out, PathRef{Path: dir, Access: AccessWrite, Source: src, Recursive: true})
+			for _, w := range operands(rest) {
+				out = append(out, ref(w, AccessRead))
+			}
+			break
+		}
 		ops := operands(args)
 		for k, w := range ops {
 			if k == len(ops)-1 && len(ops) > 1 {
@@ -180,6 +229,10 @@ func transferPaths(name string, args []Word, src string) []PathRef {
 		if !strings.HasPrefix(w.Text, "--") {
 			opt = w.Text
 			hasVal = false
+			if name == "curl" && len(opt) > 2 && opt[0] == '-' {
+				// A cluster (-sSLo FILE): its last letter takes the next word.
+				opt = "-" + opt[len(opt)-1:]
+			}
 		}
 		switch {
 		case name == "curl" && (opt == "-o" || opt == "--output"),
@@ -275,7 +328,12 @@ func HarmlessDevice(path string) bool {
 var sensitiveVars = set("PATH", "IFS", "BASH_ENV", "ENV", "PS4", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS",
 	"GLOBIGNORE", "CDPATH", "HOME", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS", "NODE_PATH", "PERL5LIB",
 	"PERL5OPT", "RUBYLIB", "RUBYOPT", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_DIR", "GIT_WORK_TREE",
-	"EDITOR", "VISUAL", "PAGER", "GIT_PAGER", "BROWSER", "SHELL", "BASH_FUNC", "FPATH", "ZDOTDIR", "TMPDIR")
+	"EDITOR", "VISUAL", "PAGER", "GIT_PAGER", "BROWSER", "SHELL", "BASH_FUNC", "FPATH", "ZDOTDIR", "TMPDIR",
+	"GIT_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS",
+	"GIT_PROXY_COMMAND", "GIT_TEMPLATE_DIR", "LESSOPEN", "LESSCLOSE", "LESSKEY", "MANPAGER", "SYSTEMD_PAGER",
+	"CC", "CXX", "FC", "LD", "AR", "PKG_CONFIG", "GOFLAGS", "GOTOOLCHAIN", "GOENV", "RSYNC_RSH", "MAKEFLAGS",
+	"NPM_CONFIG_SCRIPT_SHELL", "npm_config_script_shell", "PIP_CONFIG_FILE", "PYTHONHOME", "RUBYOPT", "JAVA_TOOL_OPTIONS",
+	"EMACSLOADPATH", "VIMINIT", "EXINIT", "MYVIMRC", "GIT_CONFIG_PARAMETERS")
 
 // SensitiveAssignment reports whether an assignment word (NAME=value, as
 // recorded in Command.Assigns) sets a variable that changes how later

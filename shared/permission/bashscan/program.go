@@ -101,14 +101,49 @@ type Command struct {
 	// commands are recorded with Via == ViaScript and Parent == Index.
 	Script bool
 	// Invocations are the command lines this command may run: its own words
-	// first, then those a wrapper (sudo, env, xargs, find -exec, ...) may run.
+	// first, then those a wrapper (sudo, env, xargs, ...) or an option of the
+	// program (find -exec, git -c core.pager=..., go test -exec, tar
+	// --to-command, find -delete as a synthetic rm -rf, ...) may run. See
+	// programs.go for the model of each program.
 	Invocations []Invocation
+	// InlineCode lists the program code an interpreter is given on the
+	// command line (python3 -c, perl -e, node --eval, vim -c, an awk or sed
+	// program that runs commands or writes files). A rule naming only the
+	// program never covers it.
+	InlineCode []InlineCode
 	// Computed: a test or arithmetic clause that expands parameters or
 	// substitutions (arithmetic evaluation of a computed value can run
 	// commands), so it is not static.
 	Computed bool
 
 	suffixes [][]Word
+	// effectPaths are the files the program model says the command writes
+	// (find -fprint, sort -o, tar -x under -C, git --output, ...).
+	effectPaths []PathRef
+	// readsStdin: a shell (or source) that reads its script from standard
+	// input; stdinText is the literal here-document or here-string given
+	// to it, if any.
+	readsStdin   bool
+	stdinText    string
+	hasStdinText bool
+	// scriptFiles are the script files a shell, interpreter or source
+	// runs (bash FILE, python3 FILE, . FILE).
+	scriptFiles []Word
+}
+
+// InlineCode is program text an interpreter runs straight from the command
+// line.
+type InlineCode struct {
+	// Invocation is the index in Command.Invocations of the command line
+	// that runs the code.
+	Invocation int
+	// Flag is the option that introduced the code, as written ("-c", "-e",
+	// "--eval", "+!make"); for programs whose code is an operand (awk, sed)
+	// it is the code itself. An allow rule covers the code only when its
+	// literal text contains Flag as a word.
+	Flag string
+	// Code is the word holding the code.
+	Code Word
 }
 
 // PipeStage places a command in one pipeline.
@@ -123,9 +158,28 @@ type Invocation struct {
 	// empty for the command's own words.
 	Wrapper string
 	// Script: Words are a shell script the wrapper hands to a shell (su -c,
-	// flock -c, env -S, watch), joined with spaces.
+	// flock -c, env -S, watch, git -c core.pager=..., tar --to-command),
+	// joined with spaces. Its commands are recorded as commands of their own
+	// (Via == ViaScript) when it is literal; a computed script makes the
+	// command Opaque.
 	Script bool
+	// Synthetic: the words were made by the analysis, not written in the
+	// command: a delete (find -delete, git clean, tar --remove-files) is the
+	// invocation "rm -rf <paths>", so rules about rm judge it.
+	Synthetic bool
+
+	// appends: the runner adds arguments known only at run time (xargs, rg
+	// --pre), so the files a writer touches are unknown.
+	appends bool
+	// runsScript: set by the analysis when this command line only hands a
+	// literal script to a shell (bash -c '...').
+	runsScript bool
 }
+
+// RunsScript reports whether the command line only hands a literal script
+// to a shell (bash -c '...', sudo sh -c '...'): the script's commands are
+// recorded as commands of their own and judged one by one.
+func (iv Invocation) RunsScript() bool { return iv.runsScript }
 
 // Name is the static base name of the invoked program ("" when computed).
 func (iv Invocation) Name() string {
@@ -150,6 +204,27 @@ func (c *Command) BaseName() string {
 		return ""
 	}
 	return path.Base(n)
+}
+
+// Plain reports whether the command does only its program's plain use: it
+// is not opaque, runs no other command line (a wrapped command, a command
+// or script an option runs, a synthetic delete, a variable holding a
+// command), runs no inline code and writes no file through an option of its
+// program. A script handed to a shell (bash -c '...') is plain: its
+// commands are recorded and judged on their own. Redirections and file
+// arguments are reported by PathRefs. A
+// known-safe (read-only) analysis must require Plain: less '+!cmd', git -c
+// core.pager=..., find -delete and sort -o are not plain.
+func (c *Command) Plain() bool {
+	if c.Opaque || len(c.InlineCode) > 0 || len(c.effectPaths) > 0 {
+		return false
+	}
+	for k, iv := range c.Invocations {
+		if k > 0 || iv.Wrapper != "" || iv.Script || iv.Synthetic {
+			return false
+		}
+	}
+	return true
 }
 
 // Static reports whether every word of the command (assignments included)
@@ -190,7 +265,13 @@ func (c *Command) Forms() []Pattern {
 		}
 		push(wordsPattern(words))
 		if words[0].Static && strings.Contains(words[0].Text, "/") {
-			base := append([]Word{literalWord(path.Base(words[0].Text), words[0].Pos)}, words[1:]...)
+			head := literalWord(path.Base(words[0].Text), words[0].Pos)
+			if words[0].Glob {
+				// /usr/bin/r[m]: the base name is what follows the last
+				// literal slash, with the glob's wildcard kept.
+				head = Word{Text: head.Text, Static: true, Glob: true, Pattern: basePattern(words[0].Pattern), Pos: words[0].Pos}
+			}
+			base := append([]Word{head}, words[1:]...)
 			push(wordsPattern(base))
 		}
 	}
@@ -198,14 +279,44 @@ func (c *Command) Forms() []Pattern {
 		push(wordsPattern(c.words()))
 	}
 	for _, iv := range c.Invocations {
-		if !iv.Script {
-			add(iv.Words)
+		if iv.Script {
+			continue
+		}
+		add(iv.Words)
+		if iv.Synthetic && len(iv.Words) > 2 {
+			// A deny of "rm -r *" or "rm -f *" must catch a delete too.
+			for _, flags := range deleteSpellings {
+				add(append(append([]Word{literalWord("rm", iv.Words[0].Pos)}, flags...), iv.Words[2:]...))
+			}
 		}
 	}
 	for _, words := range c.suffixes {
 		add(words)
 	}
 	return forms
+}
+
+var deleteSpellings = func() [][]Word {
+	var out [][]Word
+	for _, f := range [][]string{{}, {"-r"}, {"-R"}, {"-f"}, {"-fr"}, {"-rf"}, {"-Rf"}, {"-r", "-f"}, {"-f", "-r"}, {"-R", "-f"}, {"--recursive"}, {"--recursive", "--force"}, {"--force", "--recursive"}} {
+		var ws []Word
+		for _, x := range f {
+			ws = append(ws, literalWord(x, Pos{}))
+		}
+		out = append(out, ws)
+	}
+	return out
+}()
+
+// basePattern is the part of a command word's pattern after its last
+// literal slash: what a glob path like /usr/bin/r[m] may name as a base name.
+func basePattern(p Pattern) Pattern {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return append(Pattern(nil), p[i+1:]...)
+		}
+	}
+	return p
 }
 
 // Access is how a path is used.

@@ -271,14 +271,14 @@ func set(names ...string) map[string]bool {
 }
 
 func (rv reviewer) bash(prog *bashscan.Program) *finding {
-	if c, ok := prog.Opaque(); ok {
-		return &finding{ComputedCommand, fmt.Sprintf("%q: %s", c.Text(), c.OpaqueReason)}
-	}
 	if f := forkBomb(prog); f != nil {
 		return f
 	}
 	if f := downloadExec(prog); f != nil {
 		return f
+	}
+	if c, ok := prog.Opaque(); ok {
+		return &finding{ComputedCommand, fmt.Sprintf("%q: %s", c.Text(), c.OpaqueReason)}
 	}
 	for i := range prog.Commands {
 		c := &prog.Commands[i]
