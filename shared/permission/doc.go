@@ -37,6 +37,33 @@
 // classifier: they are asked (interactive) or denied, and denied outright
 // when a scoped hard constraint, restriction or deny rule might match them.
 //
+// # Scope and symbolic links
+//
+// The project scope is the project root and the policy's additional
+// directories (Scope). With a file system (Config.FS; `lifecycle serve`
+// wires OSFS) every path the analysis judges is resolved against the real
+// file system: component by component from "/", following symbolic links,
+// with ".." taken physically after a link ("notes/../x" with notes -> /etc
+// is /x, not x; Physical), up to the first component that does not exist
+// yet (a write may create it). A path is in the scope only if where it
+// leads is: a repository shipping notes -> .. cannot make notes/.bashrc
+// "inside". Deny-like rules (hard constraints, protected paths,
+// restrictions, deny and ask) match the path as written OR where it leads;
+// allow rules and the mode's defaults (read-only in scope, acceptEdits,
+// Bash writes under an allow rule) need where it leads. Bash paths after a
+// cd resolve from both the shell's logical directory and the physical one;
+// a glob's static directory part is resolved. A path that cannot be
+// resolved (a link loop, a directory that cannot be examined) is in no
+// scope and might match every deny-like rule: never allowed. The trusted
+// directories may themselves be reached through links (/tmp ->
+// /private/tmp): rules written against their trusted names still match.
+// Links the program itself creates before using them are not seen.
+//
+// Without a file system (the AWS stack, whose decisions run away from the
+// host; most unit tests) paths are compared lexically (cleaned, not
+// resolved), and the host tool's own check at execution is what stands
+// between a link and the outside.
+//
 // # Trusted and untrusted
 //
 // Request.Trusted (session, working directory, project scope, home, the
@@ -50,8 +77,12 @@
 // with the live policy and context: it denies when the policy version or
 // fingerprint (mode included), the trusted context, the argument digest or
 // the approval's binding (approval id + action + digest + version) changed,
-// when a live rule now denies, or when a file an edit touches changed since
-// the decision (FilePrecondition). A grant or approval for one action never
+// when a live rule now denies, when a path the decision resolved now leads
+// elsewhere (Decision.Resolutions: a link created, removed or swapped since;
+// CodeResolutionChanged names the path), or when a file an edit touches
+// changed since the decision (FilePrecondition). Every path an allowed or
+// asked call names is resolved and recorded, even those no rule needed, so
+// an approval is bound to the files its paths led to. A grant or approval for one action never
 // authorizes a modified command, because the digest differs.
 //
 // # Automatic review and the refusal fallback

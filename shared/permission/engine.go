@@ -134,7 +134,7 @@ func (e *Engine) prepare(req Request) (*evalCtx, error) {
 		return nil, err
 	}
 	x := &evalCtx{
-		req: req, pol: req.Policy, scope: NewScope(t, req.Policy.AdditionalDirectories),
+		req: req, pol: req.Policy, scope: NewScopeFS(t, req.Policy.AdditionalDirectories, e.cfg.FS),
 		view: view, digest: id.Digest, argsSize: len(c.Args),
 	}
 	if view.fam == famBash {
@@ -427,7 +427,7 @@ func (e *Engine) review(ctx context.Context, x *evalCtx, d Decision) (Decision, 
 	in := ReviewInput{
 		ActionID: x.req.Call.ActionID, PolicyVersion: x.pol.Version, Mode: x.pol.Mode,
 		Trusted: x.req.Trusted, AdditionalDirectories: x.pol.AdditionalDirectories,
-		Tool: x.req.Call.Tool, Args: x.req.Call.Args, ArgsDigest: x.digest,
+		Tool: x.req.Call.Tool, Args: x.req.Call.Args, ArgsDigest: x.digest, scope: &x.scope,
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReviewTimeout)
 	v, err := e.cfg.Classifier.Review(rctx, in)

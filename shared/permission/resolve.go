@@ -1,0 +1,194 @@
+package permission
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// MaxLinks bounds the symbolic links followed while resolving one path
+// (Linux's MAXSYMLINKS). More is a loop: the path cannot be resolved.
+const MaxLinks = 40
+
+// ResolveError: a path cannot be resolved against the file system (a link
+// loop, too many links, a component that cannot be examined). A path that
+// cannot be resolved cannot be shown to lie anywhere: it is never in the
+// project scope, and a deny rule might match it.
+type ResolveError struct {
+	Path string
+	Err  error
+}
+
+func (e *ResolveError) Error() string { return fmt.Sprintf("cannot resolve %s: %v", e.Path, e.Err) }
+func (e *ResolveError) Unwrap() error { return e.Err }
+
+// Errors a *ResolveError wraps (besides the file system's own).
+var (
+	ErrLinkLoop    = fmt.Errorf("more than %d symbolic links (a link loop)", MaxLinks)
+	ErrLinkEmpty   = errors.New("a symbolic link with an empty target")
+	ErrNotAbsolute = errors.New("not an absolute path")
+)
+
+// Physical resolves the absolute path p as the kernel does: component by
+// component from "/", following every symbolic link (relative targets from
+// the link's directory), with ".." taken physically (the parent of where a
+// link led, not of the link's name: "notes/../x" with notes -> /etc is
+// /x). The first component that does not exist ends the lookup; the rest
+// is appended as written, since a write may create it (".." after a
+// missing component goes back up, where lookup resumes). p is not cleaned
+// first: cleaning "notes/../x" to "x" would be wrong for a link.
+//
+// It reads the file system only through fsys (Lstat and Readlink) and
+// returns a *ResolveError for a loop or a component that cannot be
+// examined.
+func Physical(fsys FS, p string) (string, error) {
+	if !path.IsAbs(p) {
+		return "", &ResolveError{Path: p, Err: ErrNotAbsolute}
+	}
+	todo := strings.Split(p, "/")
+	cur := "/"
+	missing := 0 // trailing components of cur that do not exist
+	links := 0
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			if missing > 0 {
+				missing--
+			}
+			continue
+		}
+		next := path.Join(cur, name)
+		if missing > 0 {
+			cur, missing = next, missing+1
+			continue
+		}
+		fi, err := fsys.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
+			cur, missing = next, 1
+			continue
+		case err != nil:
+			return "", &ResolveError{Path: p, Err: err}
+		case fi.Mode()&fs.ModeSymlink == 0:
+			cur = next
+			continue
+		}
+		links++
+		if links > MaxLinks {
+			return "", &ResolveError{Path: p, Err: ErrLinkLoop}
+		}
+		target, err := fsys.Readlink(next)
+		if err != nil {
+			return "", &ResolveError{Path: p, Err: err}
+		}
+		if target == "" {
+			return "", &ResolveError{Path: p, Err: fmt.Errorf("%s: %w", next, ErrLinkEmpty)}
+		}
+		if path.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return cur, nil
+}
+
+// resolver resolves paths for one decision, remembering each result so a
+// path is looked up once per decision and the decision can record what it
+// judged (Decision.Resolutions).
+type resolver struct {
+	fs   FS
+	mu   sync.Mutex
+	memo map[string]resolved
+}
+
+type resolved struct {
+	phys string
+	err  error
+}
+
+func newResolver(fsys FS) *resolver {
+	return &resolver{fs: fsys, memo: map[string]resolved{}}
+}
+
+func (r *resolver) resolve(p string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.memo[p]; ok {
+		return v.phys, v.err
+	}
+	phys, err := Physical(r.fs, p)
+	r.memo[p] = resolved{phys, err}
+	return phys, err
+}
+
+// resolutions lists every resolution made, sorted by path.
+func (r *resolver) resolutions() []PathResolution {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]PathResolution, 0, len(r.memo))
+	for p, v := range r.memo {
+		out = append(out, pathResolution(p, v.phys, v.err))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func pathResolution(p, phys string, err error) PathResolution {
+	if err != nil {
+		var re *ResolveError
+		if errors.As(err, &re) {
+			err = re.Err
+		}
+		return PathResolution{Path: p, Error: err.Error()}
+	}
+	return PathResolution{Path: p, Resolved: phys}
+}
+
+// PathResolution is how a path the decision judged resolved through the
+// file system at decision time: Resolved, or Error when it could not be
+// resolved. Revalidation resolves Path again and denies on any difference.
+type PathResolution struct {
+	Path     string `json:"path"`
+	Resolved string `json:"resolved,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+func (r PathResolution) String() string {
+	if r.Error != "" {
+		return "unresolvable (" + r.Error + ")"
+	}
+	return r.Resolved
+}
+
+// ResolutionError: a path resolves differently than when the decision was
+// made (a link was created, removed or swapped since).
+type ResolutionError struct {
+	Path     string
+	Was, Now PathResolution
+}
+
+func (e *ResolutionError) Error() string {
+	return fmt.Sprintf("%s resolved to %s when the call was decided and now resolves to %s", e.Path, e.Was, e.Now)
+}
+
+// CheckResolutions resolves every recorded path again and returns a
+// *ResolutionError for the first that resolves differently.
+func CheckResolutions(fsys FS, rs []PathResolution) error {
+	for _, was := range rs {
+		phys, err := Physical(fsys, was.Path)
+		now := pathResolution(was.Path, phys, err)
+		if now != was {
+			return &ResolutionError{Path: was.Path, Was: was, Now: now}
+		}
+	}
+	return nil
+}
