@@ -27,9 +27,11 @@ type Config struct {
 	// Counters holds the durable refusal counters; required with a
 	// Classifier.
 	Counters CounterStore
-	// FS reads files to capture and check the preconditions of file edits.
-	// Nil: no preconditions are captured (the executor's host must check
-	// them with CheckPreconditions if it wants them).
+	// FS is the file system the tools run against: every path a decision
+	// judges is resolved through it (symbolic links, ".."; see Scope), and
+	// the preconditions of file edits are captured and checked with it.
+	// Nil: paths are judged lexically and no preconditions are captured
+	// (the executor's host must check links and preconditions itself).
 	FS FS
 	// Contracts compute argument digests; nil means identity.Builtin.
 	Contracts identity.Contracts

@@ -523,3 +523,46 @@ func TestScopeLexicalWithoutFS(t *testing.T) {
 		t.Fatalf("names of a loop: %q %v", names, ok)
 	}
 }
+
+// BenchmarkDecideResolving measures decisions whose paths are resolved
+// through the real file system (Config.FS), against the same calls judged
+// lexically.
+//
+//	go test -run '^$' -bench DecideResolving -benchmem ./shared/permission/
+func BenchmarkDecideResolving(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "src", "sub"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(dir, "notes")); err != nil {
+		b.Skip(err)
+	}
+	p := policy(b, "v1", permission.ModeAcceptEdits, "deny: Read(~/.ssh/**)", "deny: Read(./secrets/**)", "deny: Edit(~/.bashrc)",
+		"ask: Edit(./.github/**)", "allow: Bash(cat *)", "allow: Bash(echo *)", "allow: Bash(cd *)")
+	tr := permission.Trusted{SessionID: "ses_bench", WorkingDir: dir, ProjectRoot: dir, HomeDir: "/home/dev"}
+	for _, fsys := range []struct {
+		name string
+		fs   permission.FS
+	}{{"lexical", nil}, {"resolving", permission.OSFS{}}} {
+		e, err := permission.NewEngine(permission.Config{FS: fsys.fs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			call permission.Call
+		}{
+			{"bash paths", bashCall("cat src/main.go notes/x > src/out.txt && cd src/sub && echo x >> log.txt")},
+			{"edit", toolCall("Write", "file_path", "src/sub/new.go", "content", "x")},
+		} {
+			b.Run(fsys.name+"/"+tc.name, func(b *testing.B) {
+				req := permission.Request{Trusted: tr, Call: tc.call, Policy: p}
+				for b.Loop() {
+					if _, err := e.Decide(context.Background(), req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
