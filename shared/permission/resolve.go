@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // MaxLinks bounds the symbolic links followed while resolving one path
@@ -191,4 +193,69 @@ func CheckResolutions(fsys FS, rs []PathResolution) error {
 		}
 	}
 	return nil
+}
+
+// MaxGlobEntries bounds the directory entries one glob expansion examines;
+// a larger expansion cannot be known and is judged like a computed path.
+const MaxGlobEntries = 4096
+
+// globMatches lists the existing paths a glob (an absolute, uncleaned
+// pattern) names, component by component: a literal component is kept as
+// written, a pattern component is matched against the entries of the
+// directory where the path so far leads (hidden entries included: a
+// superset of what the shell expands). Every match is then resolved like
+// any path, so a glob cannot reach through a link (no* matching notes ->
+// ..) what its static part would not show. ok is false when the glob
+// cannot be expanded within MaxGlobEntries, a directory cannot be read for
+// another reason than not existing, or the pattern is not understood (a
+// brace spanning a "/").
+func (r *resolver) globMatches(pattern string) ([]string, bool) {
+	cur := []string{""}
+	budget := MaxGlobEntries
+	for _, c := range strings.Split(pattern, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if !strings.ContainsAny(c, "*?[{") {
+			for i := range cur {
+				cur[i] += "/" + c
+			}
+			continue
+		}
+		var next []string
+		for _, d := range cur {
+			dir := d
+			if dir == "" {
+				dir = "/"
+			}
+			phys, err := r.resolve(dir)
+			if err != nil {
+				return nil, false
+			}
+			ents, err := r.fs.ReadDir(phys)
+			if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+				continue
+			}
+			if err != nil {
+				return nil, false
+			}
+			for _, e := range ents {
+				if budget--; budget < 0 {
+					return nil, false
+				}
+				ok, err := doublestar.Match(c, e.Name())
+				if err != nil {
+					return nil, false
+				}
+				if ok {
+					next = append(next, d+"/"+e.Name())
+				}
+			}
+		}
+		if len(next) == 0 {
+			return nil, true
+		}
+		cur = next
+	}
+	return cur, true
 }

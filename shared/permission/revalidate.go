@@ -14,8 +14,8 @@ import (
 )
 
 // FS is the engine's read-only view of the file system the tools run
-// against: file contents for preconditions, and Lstat and Readlink to
-// resolve paths through symbolic links (Physical). Names are absolute.
+// against: file contents for preconditions, Lstat and Readlink to resolve
+// paths through symbolic links (Physical), ReadDir to expand globs. Names are absolute.
 // The permission package reads the file system only through an FS and
 // never executes anything. os-backed: OSFS; tests may use an in-memory
 // implementation.
@@ -25,6 +25,8 @@ type FS interface {
 	Lstat(name string) (fs.FileInfo, error)
 	// Readlink returns the target of the symbolic link name.
 	Readlink(name string) (string, error)
+	// ReadDir lists a directory (to expand the globs of Bash paths).
+	ReadDir(name string) ([]fs.DirEntry, error)
 }
 
 // OSFS reads the local file system.
@@ -38,6 +40,9 @@ func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
 
 // Readlink calls os.Readlink.
 func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
+
+// ReadDir calls os.ReadDir.
+func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 
 // isNotDir: a component of the path is not a directory (lookup of
 // "file/x"); like a missing component, the rest cannot exist yet.

@@ -366,11 +366,13 @@ func contains(list []string, s string) bool {
 // candidates (for every directory the program may be in: where the path
 // leads, under the trusted names first, then as resolved and as written)
 // and whether the path is exactly known (one place it leads). For a glob
-// word the candidate is the static part before the first pattern
-// character, under which anything may be named; its directory part is
-// resolved, a partial last name is appended as written. A computed word,
-// or one that cannot be resolved (a link loop), has no candidates: it may
-// be anywhere.
+// word the candidates are the static part before the first pattern
+// character, under which anything may be named (its directory part
+// resolved, a partial last name appended as written), and, with a file
+// system, every path the glob names now, each resolved: "no*" matching
+// notes -> .. names the parent. A computed word, or one that cannot be
+// resolved (a link loop) or expanded (over MaxGlobEntries), has no
+// candidates: it may be anywhere.
 func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string, exact bool) {
 	if !w.Static {
 		return nil, false
@@ -394,13 +396,20 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 	if absolute {
 		dirs = []string{""}
 	}
-	withPartial := func(p string) string {
+	withPartial := func(p, partial string) string {
 		if partial == "" {
 			return p
 		}
 		return path.Join(p, partial)
 	}
 	var resolved, phys, lexical []string
+	add := func(n pathNames, partial string) {
+		lexical = addName(lexical, withPartial(n.lexical, partial))
+		for _, p := range n.phys {
+			resolved = addName(resolved, withPartial(s.display(p), partial))
+			phys = addName(phys, withPartial(p, partial))
+		}
+	}
 	for _, d := range dirs {
 		n, ok := s.names(d, t)
 		if !ok {
@@ -409,10 +418,22 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 		if n.err != nil {
 			return nil, false
 		}
-		lexical = addName(lexical, withPartial(n.lexical))
-		for _, p := range n.phys {
-			resolved = addName(resolved, withPartial(s.display(p)))
-			phys = addName(phys, withPartial(p))
+		add(n, partial)
+		if !w.Glob || s.res == nil {
+			continue
+		}
+		// What the glob names now, each resolved: a match may be a link.
+		raw, _ := s.join(d, w.Text)
+		matches, ok := s.res.globMatches(raw)
+		if !ok {
+			return nil, false
+		}
+		for _, m := range matches {
+			mn, _ := s.names("", m)
+			if mn.err != nil {
+				return nil, false
+			}
+			add(mn, "")
 		}
 	}
 	if len(resolved) == 0 {

@@ -202,6 +202,11 @@ func TestSymlinksBash(t *testing.T) {
 		{name: "cd into an inside link, then write", cmd: "cd inside && echo x > out.txt", want: allow},
 		{name: "glob whose static part is a link out", cmd: "cat notes/.ss*/*", want: ask, code: permission.CodeUnverifiable},
 		{name: "glob write through a link out", cmd: "echo x > notes/*.txt", want: ask},
+		{name: "glob that matches a link out", cmd: "cat no*/.ssh/deploy_key", want: ask, code: permission.CodeUnverifiable},
+		{name: "glob over every entry, links included", cmd: "cat */.ssh/deploy_key", want: ask, code: permission.CodeUnverifiable},
+		{name: "glob destination matching a link out", cmd: "cp src/main.go no*", want: ask},
+		{name: "glob inside the project", cmd: "cat src/*.go inside/*", want: allow},
+		{name: "glob copy inside the project", cmd: "cp src/*.go inside/", want: allow},
 	})
 }
 
@@ -408,6 +413,28 @@ func (m memFS) Lstat(name string) (fs.FileInfo, error) {
 	}
 	return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
 }
+func (m memFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if !m.dirs[name] {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
+	}
+	var out []fs.DirEntry
+	for _, set := range []map[string]bool{m.dirs, m.files} {
+		for p := range set {
+			if filepath.Dir(p) == name && p != name {
+				info, _ := m.Lstat(p)
+				out = append(out, fs.FileInfoToDirEntry(info))
+			}
+		}
+	}
+	for p := range m.links {
+		if filepath.Dir(p) == name {
+			info, _ := m.Lstat(p)
+			out = append(out, fs.FileInfoToDirEntry(info))
+		}
+	}
+	return out, nil
+}
+
 func (m memFS) Readlink(name string) (string, error) {
 	if t, ok := m.links[name]; ok {
 		return t, nil
@@ -485,6 +512,7 @@ func TestSymlinksInMemoryFS(t *testing.T) {
 	}{
 		{bashCall("echo x > notes/.profile"), ask},
 		{bashCall("echo x > out"), allow},
+		{bashCall("echo x > n*/.profile"), ask},
 		{toolCall("Read", "file_path", "notes/.ssh/id"), deny},
 		{toolCall("Write", "file_path", "notes/x", "content", "x"), ask},
 		{toolCall("Write", "file_path", "x", "content", "x"), allow},
