@@ -52,12 +52,13 @@
 // allow rules and the mode's defaults (read-only in scope, acceptEdits,
 // Bash writes under an allow rule) need where it leads. Bash paths after a
 // cd resolve from both the shell's logical directory and the physical one;
-// a glob's static directory part is resolved. A path that cannot be
+// a glob's static part is resolved and the glob is expanded against the
+// file system, each match resolved (MaxGlobEntries). A path that cannot be
 // resolved (a link loop, a directory that cannot be examined) is in no
-// scope and might match every deny-like rule: never allowed. The trusted
-// directories may themselves be reached through links (/tmp ->
-// /private/tmp): rules written against their trusted names still match.
-// Links the program itself creates before using them are not seen.
+// scope, matches no path allow rule and might match every deny-like rule.
+// The trusted directories may themselves be reached through links (/tmp
+// -> /private/tmp): rules written against their trusted names still
+// match. Links the program itself creates before using them are not seen.
 //
 // Without a file system (the AWS stack, whose decisions run away from the
 // host; most unit tests) paths are compared lexically (cleaned, not
