@@ -98,8 +98,11 @@ type linkCase struct {
 }
 
 func (tc linkCase) call() permission.Call {
-	if tc.tool == "Bash" || tc.tool == "" {
+	switch tc.tool {
+	case "Bash", "":
 		return bashCall(tc.cmd)
+	case "Glob": // path is the pattern
+		return toolCall("Glob", "pattern", tc.path)
 	}
 	return toolCall(tc.tool, "file_path", tc.path, "content", "x", "old_string", "a", "new_string", "b")
 }
@@ -164,6 +167,9 @@ func TestSymlinksFileTools(t *testing.T) {
 		{name: "two-link loop never allowed", tool: "Read", path: "ping", want: ask},
 		{name: ".. after a link is not cleaned away", tool: "Read", path: "rootlink/../README.md", want: ask},
 		{name: ".. without a link stays exact", tool: "Read", path: "src/../README.md", want: allow},
+		{name: "Glob pattern through a link to a denied directory", tool: "Glob", path: "notes/.ssh/*", want: deny, code: permission.CodeDenyRule},
+		{name: "Glob pattern through a link out", tool: "Glob", path: "notes/*.txt", want: ask},
+		{name: "Glob pattern inside", tool: "Glob", path: "src/**/*.go", want: allow},
 
 		{name: "acceptEdits in the project", mode: edits, tool: "Edit", path: "src/main.go", want: allow, code: permission.CodeEditInScope},
 		{name: "acceptEdits through an inside link", mode: edits, tool: "Write", path: "inside/new.go", want: allow, code: permission.CodeEditInScope},
