@@ -600,3 +600,42 @@ func BenchmarkDecideResolving(b *testing.B) {
 		}
 	}
 }
+
+// FuzzPhysical resolves arbitrary paths over a file system with arbitrary
+// link targets: it always terminates, and a result is absolute, clean and
+// resolves to itself (no link is left in it).
+//
+//	go test -run '^$' -fuzz '^FuzzPhysical$' -fuzztime 30s ./shared/permission/
+func FuzzPhysical(f *testing.F) {
+	for _, seed := range [][3]string{
+		{"/p/notes/../x", "..", "a"}, {"/p/a/b/../../c", "/p/a", "../b"}, {"/p/l1/x", "l2", "l1"},
+		{"/p/l1/l2/../..", "/", "."}, {"/p/new/../l1/y", "./l2/..", "/p/l1"}, {"//p/./l2/", "", "x/../../.."},
+	} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, p, target1, target2 string) {
+		if !strings.HasPrefix(p, "/") || len(p) > 512 {
+			return
+		}
+		m := memFS{
+			dirs:  map[string]bool{"/p": true, "/p/a": true, "/p/a/b": true},
+			files: map[string]bool{"/p/f": true},
+			links: map[string]string{"/p/l1": target1, "/p/l2": target2, "/p/a/up": ".."},
+		}
+		got, err := permission.Physical(m, p)
+		if err != nil {
+			var re *permission.ResolveError
+			if !errors.As(err, &re) {
+				t.Fatalf("Physical(%q) error %v is not a *ResolveError", p, err)
+			}
+			return
+		}
+		if !strings.HasPrefix(got, "/") || filepath.Clean(got) != got {
+			t.Fatalf("Physical(%q) = %q: not absolute and clean", p, got)
+		}
+		again, err := permission.Physical(m, got)
+		if err != nil || again != got {
+			t.Fatalf("Physical(%q) = %q, which resolves to %q, %v", p, got, again, err)
+		}
+	})
+}
