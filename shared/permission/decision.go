@@ -108,6 +108,7 @@ const (
 	CodePreconditionUnverified Code = "precondition_unverified"
 	CodeResolutionChanged      Code = "resolution_changed"    // a path leads elsewhere than when decided
 	CodeResolutionUnverified   Code = "resolution_unverified" // no file system to resolve the recorded paths
+	CodeTooManyPaths           Code = "too_many_paths"        // more paths than a decision can record
 	CodeNotAllowed             Code = "not_allowed"           // the prior decision was a deny
 )
 

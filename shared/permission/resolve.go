@@ -105,11 +105,14 @@ func Physical(fsys FS, p string) (string, error) {
 
 // resolver resolves paths for one decision, remembering each result so a
 // path is looked up once per decision and the decision can record what it
-// judged (Decision.Resolutions).
+// judged (Decision.Resolutions). The paths a glob expanded to are looked
+// up but not recorded: revalidation expands the glob again and judges
+// what it names then.
 type resolver struct {
-	fs   FS
-	mu   sync.Mutex
-	memo map[string]resolved
+	fs       FS
+	mu       sync.Mutex
+	memo     map[string]resolved
+	recorded map[string]bool
 }
 
 type resolved struct {
@@ -118,12 +121,18 @@ type resolved struct {
 }
 
 func newResolver(fsys FS) *resolver {
-	return &resolver{fs: fsys, memo: map[string]resolved{}}
+	return &resolver{fs: fsys, memo: map[string]resolved{}, recorded: map[string]bool{}}
 }
 
-func (r *resolver) resolve(p string) (string, error) {
+// resolve resolves p and records the result.
+func (r *resolver) resolve(p string) (string, error) { return r.lookup(p, true) }
+
+func (r *resolver) lookup(p string, record bool) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if record {
+		r.recorded[p] = true
+	}
 	if v, ok := r.memo[p]; ok {
 		return v.phys, v.err
 	}
@@ -132,12 +141,13 @@ func (r *resolver) resolve(p string) (string, error) {
 	return phys, err
 }
 
-// resolutions lists every resolution made, sorted by path.
+// resolutions lists every recorded resolution, sorted by path.
 func (r *resolver) resolutions() []PathResolution {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]PathResolution, 0, len(r.memo))
-	for p, v := range r.memo {
+	out := make([]PathResolution, 0, len(r.recorded))
+	for p := range r.recorded {
+		v := r.memo[p]
 		out = append(out, pathResolution(p, v.phys, v.err))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -152,12 +162,16 @@ func pathResolution(p, phys string, err error) PathResolution {
 		}
 		return PathResolution{Path: p, Error: err.Error()}
 	}
+	if phys == p {
+		return PathResolution{Path: p} // resolves to itself
+	}
 	return PathResolution{Path: p, Resolved: phys}
 }
 
 // PathResolution is how a path the decision judged resolved through the
-// file system at decision time: Resolved, or Error when it could not be
-// resolved. Revalidation resolves Path again and denies on any difference.
+// file system at decision time: Resolved (empty: to Path itself), or Error
+// when it could not be resolved. Revalidation resolves Path again and
+// denies on any difference.
 type PathResolution struct {
 	Path     string `json:"path"`
 	Resolved string `json:"resolved,omitempty"`
@@ -165,8 +179,11 @@ type PathResolution struct {
 }
 
 func (r PathResolution) String() string {
-	if r.Error != "" {
+	switch {
+	case r.Error != "":
 		return "unresolvable (" + r.Error + ")"
+	case r.Resolved == "":
+		return r.Path
 	}
 	return r.Resolved
 }
@@ -194,6 +211,11 @@ func CheckResolutions(fsys FS, rs []PathResolution) error {
 	}
 	return nil
 }
+
+// MaxResolutions bounds the paths one decision can record. A call that
+// names more cannot be bound to where its paths led and is denied
+// (CodeTooManyPaths): split it.
+const MaxResolutions = 1024
 
 // MaxGlobEntries bounds the directory entries one glob expansion examines;
 // a larger expansion cannot be known and is judged like a computed path.
@@ -228,7 +250,7 @@ func (r *resolver) globMatches(pattern string) ([]string, bool) {
 			if dir == "" {
 				dir = "/"
 			}
-			phys, err := r.resolve(dir)
+			phys, err := r.lookup(dir, false)
 			if err != nil {
 				return nil, false
 			}

@@ -97,6 +97,15 @@ func (e *Engine) withPreconditions(x *evalCtx, d Decision) (Decision, error) {
 		return d, nil
 	}
 	x.resolveAll()
+	if rs := x.scope.Resolutions(); len(rs) > MaxResolutions {
+		// Unbindable: an approval or an allow would cover paths nobody
+		// can check again before dispatch.
+		d.Permission = lifecycle.PermissionDeny
+		d.Reason = Reason{Source: SourceAnalysis, Code: CodeTooManyPaths,
+			Detail: fmt.Sprintf("the call names %d paths, more than the %d a decision can bind to where they lead; split it into smaller calls", len(rs), MaxResolutions)}
+		d.Fallback = false
+		return d, nil
+	}
 	if x.view.fam != famEdit {
 		d.Resolutions = x.scope.Resolutions()
 		return d, nil

@@ -166,6 +166,29 @@ func (s Scope) names(dir, p string) (pathNames, bool) {
 	return n, true
 }
 
+// quietNames are the names of an absolute path that a glob expanded to,
+// looked up without recording it (see resolver).
+func (s Scope) quietNames(p string) pathNames {
+	n := pathNames{lexical: path.Clean(p)}
+	phys, err := s.res.lookup(p, false)
+	if err != nil {
+		n.err = err
+		return n
+	}
+	n.phys = []string{phys}
+	if hasDotDot(p) {
+		b, err := s.res.lookup(n.lexical, false)
+		if err != nil {
+			n.err = err
+			return n
+		}
+		if b != phys {
+			n.phys = append(n.phys, b)
+		}
+	}
+	return n
+}
+
 func hasDotDot(p string) bool {
 	for _, c := range strings.Split(p, "/") {
 		if c == ".." {
@@ -429,7 +452,7 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 			return nil, false
 		}
 		for _, m := range matches {
-			mn, _ := s.names("", m)
+			mn := s.quietNames(m)
 			if mn.err != nil {
 				return nil, false
 			}

@@ -639,3 +639,50 @@ func FuzzPhysical(f *testing.F) {
 		}
 	})
 }
+
+// A call naming more paths than a decision can bind is denied, with a
+// reason that says to split it; a glob's matches are judged but not
+// recorded (revalidation expands the glob again).
+func TestSymlinksRecordedPathsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	w := newLinkWorld(t)
+	for i := 0; i < 40; i++ {
+		if err := os.WriteFile(filepath.Join(w.proj, "src", fmt.Sprintf("f%02d.go", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := linkEngine(t, false)
+	p := policy(t, "v1", permission.ModeDefault, linkRules...)
+	var many strings.Builder
+	many.WriteString("cat")
+	for i := 0; i <= permission.MaxResolutions; i++ {
+		fmt.Fprintf(&many, " n%d", i)
+	}
+	d, err := e.Decide(ctx, permission.Request{Trusted: w.trusted(w.proj), Call: bashCall(many.String()), Policy: p})
+	if err != nil || d.Permission != deny || d.Reason.Code != permission.CodeTooManyPaths || len(d.Resolutions) != 0 {
+		t.Fatalf("too many paths: %s %+v %v (%d recorded)", d.Permission, d.Reason, err, len(d.Resolutions))
+	}
+
+	req := permission.Request{Trusted: w.trusted(w.proj), Call: bashCall("cat src/*"), Policy: p}
+	d, err = e.Decide(ctx, req)
+	if err != nil || d.Permission != allow {
+		t.Fatalf("glob: %+v %v", d, err)
+	}
+	for _, r := range d.Resolutions {
+		if strings.Contains(r.Path, "f0") {
+			t.Fatalf("a glob match was recorded: %+v (%d recorded)", r, len(d.Resolutions))
+		}
+	}
+	if len(d.Resolutions) > 10 {
+		t.Fatalf("%d resolutions recorded for one glob", len(d.Resolutions))
+	}
+	// A link added under the glob after the decision is judged at
+	// revalidation: it may now read a key.
+	if err := os.Symlink(filepath.Join(w.home, ".ssh", "deploy_key"), filepath.Join(w.proj, "src", "zz")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Revalidate(ctx, d, permission.ApprovalEvidence{}, req)
+	if err != nil || r.Permission != deny {
+		t.Fatalf("glob after a link was added: %+v %v", r, err)
+	}
+}
