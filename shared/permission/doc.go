@@ -83,7 +83,10 @@
 // CodeResolutionChanged names the path), or when a file an edit touches
 // changed since the decision (FilePrecondition). Every path an allowed or
 // asked call names is resolved and recorded, even those no rule needed, so
-// an approval is bound to the files its paths led to. A grant or approval for one action never
+// an approval is bound to the files its paths led to (at most
+// MaxResolutions; a call naming more is denied with CodeTooManyPaths). A
+// glob's matches are not recorded: revalidation expands it again and
+// judges what it names then. A grant or approval for one action never
 // authorizes a modified command, because the digest differs.
 //
 // # Automatic review and the refusal fallback
