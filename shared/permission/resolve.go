@@ -113,6 +113,12 @@ type resolver struct {
 	mu       sync.Mutex
 	memo     map[string]resolved
 	recorded map[string]bool
+	globs    map[string]globbed
+}
+
+type globbed struct {
+	matches []string
+	ok      bool
 }
 
 type resolved struct {
@@ -121,7 +127,22 @@ type resolved struct {
 }
 
 func newResolver(fsys FS) *resolver {
-	return &resolver{fs: fsys, memo: map[string]resolved{}, recorded: map[string]bool{}}
+	return &resolver{fs: fsys, memo: map[string]resolved{}, recorded: map[string]bool{}, globs: map[string]globbed{}}
+}
+
+// glob expands pattern once per decision (globMatches).
+func (r *resolver) glob(pattern string) ([]string, bool) {
+	r.mu.Lock()
+	g, ok := r.globs[pattern]
+	r.mu.Unlock()
+	if ok {
+		return g.matches, g.ok
+	}
+	m, expanded := r.globMatches(pattern)
+	r.mu.Lock()
+	r.globs[pattern] = globbed{m, expanded}
+	r.mu.Unlock()
+	return m, expanded
 }
 
 // resolve resolves p and records the result.
@@ -269,8 +290,18 @@ func (r *resolver) globMatches(pattern string) ([]string, bool) {
 				if err != nil {
 					return nil, false
 				}
-				if ok {
-					next = append(next, d+"/"+e.Name())
+				if !ok {
+					continue
+				}
+				m := d + "/" + e.Name()
+				next = append(next, m)
+				if e.Type()&fs.ModeSymlink == 0 {
+					// Not a link: it leads where its directory does.
+					r.mu.Lock()
+					if _, known := r.memo[m]; !known {
+						r.memo[m] = resolved{phys: path.Join(phys, e.Name())}
+					}
+					r.mu.Unlock()
 				}
 			}
 		}

@@ -142,47 +142,31 @@ func (s Scope) names(dir, p string) (pathNames, bool) {
 	if !ok {
 		return pathNames{}, false
 	}
+	return s.namesOf(raw, true), true
+}
+
+// namesOf resolves the absolute, uncleaned path raw; record says whether
+// the decision records the resolution (not for what a glob expanded to:
+// see resolver).
+func (s Scope) namesOf(raw string, record bool) pathNames {
 	n := pathNames{lexical: path.Clean(raw)}
 	if s.res == nil {
 		n.phys = []string{n.lexical}
-		return n, true
+		return n
 	}
-	a, err := s.res.resolve(raw)
-	if err != nil {
-		n.err = err
-		return n, true
-	}
-	n.phys = []string{a}
-	if hasDotDot(raw) {
-		b, err := s.res.resolve(n.lexical)
-		if err != nil {
-			n.err = err
-			return n, true
-		}
-		if b != a {
-			n.phys = append(n.phys, b)
-		}
-	}
-	return n, true
-}
-
-// quietNames are the names of an absolute path that a glob expanded to,
-// looked up without recording it (see resolver).
-func (s Scope) quietNames(p string) pathNames {
-	n := pathNames{lexical: path.Clean(p)}
-	phys, err := s.res.lookup(p, false)
+	a, err := s.res.lookup(raw, record)
 	if err != nil {
 		n.err = err
 		return n
 	}
-	n.phys = []string{phys}
-	if hasDotDot(p) {
-		b, err := s.res.lookup(n.lexical, false)
+	n.phys = []string{a}
+	if hasDotDot(raw) {
+		b, err := s.res.lookup(n.lexical, record)
 		if err != nil {
 			n.err = err
 			return n
 		}
-		if b != phys {
+		if b != a {
 			n.phys = append(n.phys, b)
 		}
 	}
@@ -190,6 +174,9 @@ func (s Scope) quietNames(p string) pathNames {
 }
 
 func hasDotDot(p string) bool {
+	if !strings.Contains(p, "..") {
+		return false
+	}
 	for _, c := range strings.Split(p, "/") {
 		if c == ".." {
 			return true
@@ -425,12 +412,12 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 		}
 		return path.Join(p, partial)
 	}
-	var resolved, phys, lexical []string
+	var resolved, phys, lexical nameSet
 	add := func(n pathNames, partial string) {
-		lexical = addName(lexical, withPartial(n.lexical, partial))
+		lexical.add(withPartial(n.lexical, partial))
 		for _, p := range n.phys {
-			resolved = addName(resolved, withPartial(s.display(p), partial))
-			phys = addName(phys, withPartial(p, partial))
+			resolved.add(withPartial(s.display(p), partial))
+			phys.add(withPartial(p, partial))
 		}
 	}
 	for _, d := range dirs {
@@ -447,27 +434,65 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 		}
 		// What the glob names now, each resolved: a match may be a link.
 		raw, _ := s.join(d, w.Text)
-		matches, ok := s.res.globMatches(raw)
+		matches, ok := s.res.glob(raw)
 		if !ok {
 			return nil, false
 		}
 		for _, m := range matches {
-			mn := s.quietNames(m)
+			mn := s.namesOf(m, false)
 			if mn.err != nil {
 				return nil, false
 			}
-			add(mn, "")
+			// A match that stays under where the static part leads is
+			// already a candidate ("anything under it"); one that leaves
+			// it (a link, "..") is a candidate of its own.
+			if !withinAny(mn.phys, n.phys) {
+				add(mn, "")
+			}
 		}
 	}
-	if len(resolved) == 0 {
+	if len(resolved.list) == 0 {
 		return nil, false
 	}
-	exact = !w.Glob && len(resolved) == 1 && (absolute || known)
-	cands = resolved
-	for _, c := range append(phys, lexical...) {
-		cands = addName(cands, c)
+	exact = !w.Glob && len(resolved.list) == 1 && (absolute || known)
+	all := resolved
+	for _, c := range append(phys.list, lexical.list...) {
+		all.add(c)
 	}
-	return cands, exact
+	return all.list, exact
+}
+
+// withinAny: every path of ps lies within one of dirs.
+func withinAny(ps, dirs []string) bool {
+	for _, p := range ps {
+		in := false
+		for _, d := range dirs {
+			if within(p, d) {
+				in = true
+				break
+			}
+		}
+		if !in {
+			return false
+		}
+	}
+	return true
+}
+
+// nameSet is an ordered set of names.
+type nameSet struct {
+	list []string
+	seen map[string]bool
+}
+
+func (n *nameSet) add(s string) {
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	if !n.seen[s] {
+		n.seen[s] = true
+		n.list = append(n.list, s)
+	}
 }
 
 // contained reports whether every place a Bash path word may name lies in
