@@ -571,6 +571,14 @@ func BenchmarkDecideResolving(b *testing.B) {
 	if err := os.Symlink("..", filepath.Join(dir, "notes")); err != nil {
 		b.Skip(err)
 	}
+	if err := os.MkdirAll(filepath.Join(dir, "big"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 4000; i++ {
+		if err := os.WriteFile(filepath.Join(dir, "big", fmt.Sprintf("f%04d.go", i)), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	p := policy(b, "v1", permission.ModeAcceptEdits, "deny: Read(~/.ssh/**)", "deny: Read(./secrets/**)", "deny: Edit(~/.bashrc)",
 		"ask: Edit(./.github/**)", "allow: Bash(cat *)", "allow: Bash(echo *)", "allow: Bash(cd *)")
 	tr := permission.Trusted{SessionID: "ses_bench", WorkingDir: dir, ProjectRoot: dir, HomeDir: "/home/dev"}
@@ -588,6 +596,7 @@ func BenchmarkDecideResolving(b *testing.B) {
 		}{
 			{"bash paths", bashCall("cat src/main.go notes/x > src/out.txt && cd src/sub && echo x >> log.txt")},
 			{"edit", toolCall("Write", "file_path", "src/sub/new.go", "content", "x")},
+			{"glob of 4000 files", bashCall("cat big/* > src/all.txt")},
 		} {
 			b.Run(fsys.name+"/"+tc.name, func(b *testing.B) {
 				req := permission.Request{Trusted: tr, Call: tc.call, Policy: p}
