@@ -454,6 +454,9 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 	if len(resolved.list) == 0 {
 		return nil, false
 	}
+	if s.res != nil && s.throughMadeLink(prog, w, dirs, append(resolved.list, append(phys.list, lexical.list...)...)) {
+		return nil, false
+	}
 	exact = !w.Glob && len(resolved.list) == 1 && (absolute || known)
 	all := resolved
 	for _, c := range append(phys.list, lexical.list...) {
@@ -477,6 +480,101 @@ func withinAny(ps, dirs []string) bool {
 		}
 	}
 	return true
+}
+
+// linkMakers are the commands whose operands may become symbolic links
+// while the program runs: ln makes them; cp (-R, -a, -P, -d), mv and rsync
+// carry them over. (Others, like tar, unzip or git checkout, are not
+// modelled.)
+var linkMakers = map[string]bool{"ln": true, "cp": true, "mv": true, "rsync": true}
+
+// throughMadeLink reports whether a path word (with the names of its
+// candidates) may lead through a link another command of the program makes
+// ("ln -s ~ x && echo > x/.bashrc", "cp -R notes copy && echo >
+// copy/.bashrc", "mv /tmp/l x; echo > x"): at or under a place a link
+// maker may create, or anywhere when such a command's operand is computed.
+// Its resolution at decision time says nothing then. A link maker creates
+// its last operand, or, when that is an existing directory, the base name
+// of each other operand in it; "ln -s t" creates ./base(t). Options that
+// move the destination (-t DIR) are not modelled.
+func (s Scope) throughMadeLink(prog *bashscan.Program, w bashscan.Word, dirs, names []string) bool {
+	ops := map[int][]bashscan.Word{}
+	var wordCmd = -2
+	for _, r := range prog.PathRefs() {
+		if r.Path.Pos == w.Pos && r.Path.Text == w.Text {
+			wordCmd = r.Command
+		}
+		if r.Command >= 0 && linkMakers[prog.Commands[r.Command].BaseName()] {
+			ops[r.Command] = append(ops[r.Command], r.Path)
+		}
+	}
+	hits := func(raw string) bool {
+		n := s.namesOf(raw, false)
+		for _, m := range append([]string{n.lexical}, n.phys...) {
+			for _, c := range names {
+				if within(c, m) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for cmd, words := range ops {
+		if cmd == wordCmd {
+			continue
+		}
+		for _, o := range words {
+			if !o.Static {
+				return true
+			}
+		}
+		dest := words[len(words)-1]
+		var made []string // relative to the directory the command runs in
+		switch {
+		case len(words) == 1 && prog.Commands[cmd].BaseName() == "ln":
+			made = []string{path.Base(dest.Text)}
+		case len(words) == 1:
+			continue
+		default:
+			made = []string{dest.Text}
+		}
+		at := dirs
+		if path.IsAbs(dest.Text) || strings.HasPrefix(dest.Text, "~") {
+			at = []string{""}
+		}
+		for _, d := range at {
+			for _, m := range made {
+				raw, ok := s.join(d, m)
+				if !ok {
+					return true
+				}
+				if len(words) > 1 && s.isDir(raw) {
+					// Into an existing directory: each operand's base name.
+					for _, src := range words[:len(words)-1] {
+						if hits(raw + "/" + path.Base(src.Text)) {
+							return true
+						}
+					}
+					continue
+				}
+				if hits(raw) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// isDir: raw leads to an existing directory now (false when unknown: the
+// caller then treats everything at or under raw as made).
+func (s Scope) isDir(raw string) bool {
+	phys, err := s.res.lookup(raw, false)
+	if err != nil {
+		return false
+	}
+	fi, err := s.res.fs.Lstat(phys)
+	return err == nil && fi.IsDir()
 }
 
 // nameSet is an ordered set of names.

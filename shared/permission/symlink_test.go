@@ -108,10 +108,11 @@ func (tc linkCase) call() permission.Call {
 }
 
 // The rules every case runs under: credentials and the shell's rc file are
-// denied; echo, cat, cp and cd are allowed.
+// denied; echo, cat, cp, cd, ln, mv and mkdir are allowed.
 var linkRules = []string{
 	"deny: Read(~/.ssh/**)", "deny: Edit(~/.bashrc)",
 	"allow: Bash(echo *)", "allow: Bash(cat *)", "allow: Bash(cp *)", "allow: Bash(cd *)",
+	"allow: Bash(ln *)", "allow: Bash(mv *)", "allow: Bash(mkdir *)",
 }
 
 func runLinkCases(t *testing.T, e *permission.Engine, tr permission.Trusted, rules []string, cases []linkCase) {
@@ -213,6 +214,16 @@ func TestSymlinksBash(t *testing.T) {
 		{name: "glob destination matching a link out", cmd: "cp src/main.go no*", want: ask},
 		{name: "glob inside the project", cmd: "cat src/*.go inside/*", want: allow},
 		{name: "glob copy inside the project", cmd: "cp src/*.go inside/", want: allow},
+		{name: "link made by the program, then written through", cmd: "ln -s ~ x && echo x >> x/.bashrc", want: ask},
+		{name: "link to a file made, then written", cmd: "ln -s ../.bashrc rc; echo x >> rc", want: ask},
+		{name: "one-operand ln, then written through", cmd: "ln -s ~/secret.txt && echo x >> secret.txt", want: ask},
+		{name: "one-operand ln of a denied place", cmd: "ln -s ~/.ssh && cat .ssh/deploy_key", want: deny, code: permission.CodeDenyRule},
+		{name: "cp -R copies notes -> .. as a link", cmd: "cp -R notes copy && echo x > copy/.bashrc", want: ask},
+		{name: "mv brings a link in", cmd: "mv /tmp/prepared y; echo x > y", want: ask},
+		{name: "cp into an existing directory makes its entries", cmd: "cp -R notes src && echo x > src/notes/marker", want: ask},
+		{name: "cp into a directory leaves other names known", cmd: "cp -R notes src && echo x > src/other.txt", want: allow},
+		{name: "copy and an unrelated write", cmd: "cp src/main.go src/copy.go && echo x > out.txt", want: allow},
+		{name: "mkdir makes no link", cmd: "mkdir -p build && echo x > build/out.txt", want: allow},
 	})
 }
 
