@@ -58,7 +58,10 @@
 // scope, matches no path allow rule and might match every deny-like rule.
 // The trusted directories may themselves be reached through links (/tmp
 // -> /private/tmp): rules written against their trusted names still
-// match. Links the program itself creates before using them are not seen.
+// match. A path at or under what another command of the program may turn
+// into a link (ln, cp -R, mv, rsync operands) cannot be known before run
+// time and is judged like a computed path; links made by other programs
+// (tar, unzip, git checkout) are not modelled.
 //
 // Without a file system (the AWS stack, whose decisions run away from the
 // host; most unit tests) paths are compared lexically (cleaned, not
