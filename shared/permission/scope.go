@@ -403,6 +403,7 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 		}
 	}
 	absolute := w.Tilde || path.IsAbs(t) || strings.HasPrefix(t, "~")
+	progDirs := dirs
 	if absolute {
 		dirs = []string{""}
 	}
@@ -454,7 +455,7 @@ func (s Scope) BashPath(prog *bashscan.Program, w bashscan.Word) (cands []string
 	if len(resolved.list) == 0 {
 		return nil, false
 	}
-	if s.res != nil && s.throughMadeLink(prog, w, dirs, append(resolved.list, append(phys.list, lexical.list...)...)) {
+	if s.res != nil && s.throughMadeLink(prog, w, progDirs, append(resolved.list, append(phys.list, lexical.list...)...)) {
 		return nil, false
 	}
 	exact = !w.Glob && len(resolved.list) == 1 && (absolute || known)

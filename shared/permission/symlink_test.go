@@ -224,6 +224,8 @@ func TestSymlinksBash(t *testing.T) {
 		{name: "cp into a directory leaves other names known", cmd: "cp -R notes src && echo x > src/other.txt", want: allow},
 		{name: "copy and an unrelated write", cmd: "cp src/main.go src/copy.go && echo x > out.txt", want: allow},
 		{name: "mkdir makes no link", cmd: "mkdir -p build && echo x > build/out.txt", want: allow},
+		{name: "an absolute path beside a copy", cmd: "cp src/main.go src/copy.go && echo x > " + w.proj + "/out.txt", want: allow},
+		{name: "an absolute path through a made link", cmd: "ln -s ~ x && echo x > " + w.proj + "/x/.profile", want: ask},
 	})
 }
 
