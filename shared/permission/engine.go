@@ -141,6 +141,7 @@ func (e *Engine) prepare(req Request) (*evalCtx, error) {
 	}
 	if view.fam == famBash {
 		x.bash = newBashEval(view.command)
+		x.scope = x.scope.Chdir(view.cwd) // the Bash tool's cwd argument
 	}
 	return x, nil
 }

@@ -87,6 +87,34 @@ func NewScopeFS(t Trusted, additional []string, fsys FS) Scope {
 	return s
 }
 
+// Chdir returns the scope with relative paths resolved from dir, the Bash
+// tool's cwd argument, placed as the host tool places it: an absolute dir
+// as given, a relative one (even "~...") under the working directory,
+// cleaned, then resolved. When dir cannot be placed (or resolved) every
+// relative path is unknown. An empty dir changes nothing.
+func (s Scope) Chdir(dir string) Scope {
+	if dir == "" {
+		return s
+	}
+	raw := dir
+	if !path.IsAbs(dir) {
+		if s.WorkingDir == "" {
+			return s
+		}
+		raw = s.WorkingDir + "/" + dir
+	}
+	s.WorkingDir = path.Clean(raw)
+	if s.res != nil {
+		phys, err := s.res.resolve(s.WorkingDir)
+		if err != nil {
+			s.WorkingDir = ""
+			return s
+		}
+		s.WorkingDir = s.display(phys)
+	}
+	return s
+}
+
 // Resolving reports whether the scope resolves paths through a file
 // system (false: lexical).
 func (s Scope) Resolving() bool { return s.res != nil }

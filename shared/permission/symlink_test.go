@@ -93,6 +93,7 @@ type linkCase struct {
 	tool string // "Bash" with cmd, or a file tool with path
 	path string
 	cmd  string
+	cwd  string // the Bash tool's cwd argument
 	want lifecycle.Permission
 	code permission.Code // checked when set
 }
@@ -100,6 +101,9 @@ type linkCase struct {
 func (tc linkCase) call() permission.Call {
 	switch tc.tool {
 	case "Bash", "":
+		if tc.cwd != "" {
+			return permission.Call{ActionID: newAction(), Tool: "Bash", Args: args("command", tc.cmd, "cwd", tc.cwd)}
+		}
 		return bashCall(tc.cmd)
 	case "Glob": // path is the pattern
 		return toolCall("Glob", "pattern", tc.path)
@@ -224,6 +228,11 @@ func TestSymlinksBash(t *testing.T) {
 		{name: "cp into a directory leaves other names known", cmd: "cp -R notes src && echo x > src/other.txt", want: allow},
 		{name: "copy and an unrelated write", cmd: "cp src/main.go src/copy.go && echo x > out.txt", want: allow},
 		{name: "mkdir makes no link", cmd: "mkdir -p build && echo x > build/out.txt", want: allow},
+		{name: "cwd argument: relative paths start there", cwd: "src", cmd: "cat ../../.ssh/deploy_key", want: deny, code: permission.CodeDenyRule},
+		{name: "cwd argument through an inside link", cwd: "inside", cmd: "cat ../../.ssh/deploy_key", want: deny, code: permission.CodeDenyRule},
+		{name: "cwd argument through notes -> ..", cwd: "notes", cmd: "echo x > marker", want: ask},
+		{name: "cwd argument inside", cwd: "src", cmd: "echo x > out.txt", want: allow},
+		{name: "cwd argument into a loop", cwd: "loop", cmd: "echo x > out.txt", want: ask},
 		{name: "an absolute path beside a copy", cmd: "cp src/main.go src/copy.go && echo x > " + w.proj + "/out.txt", want: allow},
 		{name: "an absolute path through a made link", cmd: "ln -s ~ x && echo x > " + w.proj + "/x/.profile", want: ask},
 	})

@@ -26,6 +26,8 @@ type callView struct {
 	// host of a WebFetch URL (lower case, no port).
 	host    string
 	command string
+	// cwd is the Bash tool's working directory argument, as given.
+	cwd string
 }
 
 func familyOf(tool string) family {
@@ -74,6 +76,9 @@ func viewCall(c Call) (callView, error) {
 			return v, err
 		}
 		v.command = cmd
+		if v.cwd, _, err = str("cwd", false); err != nil {
+			return v, err
+		}
 	case "Read", "Write", "Edit", "MultiEdit":
 		p, _, err := str("file_path", true)
 		if err != nil {
