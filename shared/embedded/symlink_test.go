@@ -33,7 +33,7 @@ func (s sessionPolicies) Policy(_ context.Context, id ids.SessionID) (*permissio
 func TestEndToEndSymlinkOutOfWorkspace(t *testing.T) {
 	dir, home := t.TempDir(), t.TempDir()
 	ws := filepath.Join(home, "workspace")
-	for _, d := range []string{ws, filepath.Join(home, ".ssh")} {
+	for _, d := range []string{filepath.Join(ws, "sub"), filepath.Join(home, ".ssh")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -82,6 +82,7 @@ func TestEndToEndSymlinkOutOfWorkspace(t *testing.T) {
 		{"append to the rc file through notes", "ses_rules", "Bash", `{"command":"echo x >> notes/.bashrc"}`, false, string(permission.CodeDenyRule)},
 		{"cat a key through notes", "ses_rules", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeDenyRule)},
 		{"cd notes and append", "ses_rules", "Bash", `{"command":"cd notes; echo x >> marker2"}`, false, ""},
+		{"cwd argument and a relative key", "ses_rules", "Bash", `{"command":"cat ../../.ssh/deploy_key","cwd":"sub"}`, false, string(permission.CodeDenyRule)},
 		{"Read a file outside through notes", "ses_rules", "Read", `{"file_path":"notes/outside.txt"}`, false, string(permission.CodeNoRule)},
 		{"auto: cat inside", "ses_auto", "Bash", `{"command":"cat inside.txt"}`, true, ""},
 		{"auto: cat a key through notes", "ses_auto", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeClassifierBlock)},
