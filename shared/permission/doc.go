@@ -50,8 +50,10 @@
 // "inside". Deny-like rules (hard constraints, protected paths,
 // restrictions, deny and ask) match the path as written OR where it leads;
 // allow rules and the mode's defaults (read-only in scope, acceptEdits,
-// Bash writes under an allow rule) need where it leads. Bash paths after a
-// cd resolve from both the shell's logical directory and the physical one;
+// Bash writes under an allow rule) need where it leads. A Bash call's
+// relative paths start at its cwd argument (placed like the host tool
+// does: under the working directory, cleaned, then resolved); after a cd
+// they resolve from both the shell's logical directory and the physical one;
 // a glob's static part is resolved and the glob is expanded against the
 // file system, each match resolved (MaxGlobEntries). A path that cannot be
 // resolved (a link loop, a directory that cannot be examined) is in no
