@@ -717,3 +717,27 @@ func TestSymlinksRecordedPathsAreBounded(t *testing.T) {
 		t.Fatalf("glob after a link was added: %+v %v", r, err)
 	}
 }
+
+// Protected paths (the service's state) are hard constraints on every name
+// of a path: a link into them is as protected as the path itself.
+func TestSymlinksProtectedPaths(t *testing.T) {
+	w := newLinkWorld(t)
+	state := filepath.Join(w.home, ".lifecycle")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(state, filepath.Join(w.proj, "st")); err != nil {
+		t.Fatal(err)
+	}
+	e, err := permission.NewEngine(permission.Config{FS: permission.OSFS{}, ProtectedPaths: []string{state}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLinkCases(t, e, w.trusted(w.proj), []string{"allow: Bash", "allow: Edit"}, []linkCase{
+		{name: "redirection through notes -> ..", cmd: "echo x > notes/.lifecycle/state.db", want: deny, code: permission.CodeProtectedPath},
+		{name: "redirection through a link to the state", cmd: "echo x > st/state.db", want: deny, code: permission.CodeProtectedPath},
+		{name: "Write through a link to the state", tool: "Write", path: "st/auth.key", want: deny, code: permission.CodeProtectedPath},
+		{name: "rm through notes", cmd: "rm -rf notes/.lifecycle", want: deny, code: permission.CodeProtectedPath},
+		{name: "unrelated write", cmd: "echo x > out.txt", want: allow},
+	})
+}
