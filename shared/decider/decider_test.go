@@ -3,7 +3,9 @@ package decider
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
@@ -117,5 +119,57 @@ func TestTranslateCarriesRefusalCounts(t *testing.T) {
 	allow := permission.Decision{Permission: lifecycle.PermissionAllow, Reason: permission.Reason{Source: permission.SourceAllowRule, Code: permission.CodeAllowRule}}
 	if got, _ := translate(allow); got.Reason.Refusals != nil {
 		t.Fatalf("an allow carries refusals %+v", got.Reason.Refusals)
+	}
+}
+
+// The engine's recorded path resolutions survive the decision record (the
+// opaque Engine JSON): a directory replaced by a link between decision and
+// dispatch is denied at revalidation, through the decider.
+func TestRevalidateResolvesPathsAgain(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	sub := filepath.Join(root, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := permission.NewEngine(permission.Config{FS: permission.OSFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Decider{Engine: eng, Policies: fixedPolicy{permission.MustParsePolicy(`{"version":"v1","allow":["Bash(echo *)"]}`)},
+		ProjectRoot: root, WorkingDir: root}
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		swap bool
+		want lifecycle.Permission
+		code string
+	}{
+		{"unchanged", false, lifecycle.PermissionAllow, ""},
+		{"directory swapped for a link out", true, lifecycle.PermissionDeny, string(permission.CodeResolutionChanged)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := action(t, "Bash", `{"command":"echo x > sub/out.txt"}`, true)
+			prior, err := d.Decide(ctx, a)
+			if err != nil || prior.Permission != lifecycle.PermissionAllow {
+				t.Fatalf("decide: %+v %v", prior, err)
+			}
+			if tc.swap {
+				if err := os.Remove(sub); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(outside, sub); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := d.Revalidate(ctx, a, prior, actionflow.Approval{})
+			if err != nil || got.Permission != tc.want || got.Reason.Code != tc.code && tc.code != "" {
+				t.Fatalf("revalidate: %+v %v", got, err)
+			}
+			if tc.code != "" && !strings.Contains(got.Reason.Detail, sub) {
+				t.Fatalf("the reason does not name the path: %s", got.Reason.Detail)
+			}
+		})
 	}
 }

@@ -4,8 +4,11 @@
 // project root, home, interactivity) apart from the untrusted call, and
 // translates the engine's decision into the lifecycle's decision record,
 // keeping the engine's own decision (policy digest, context digest, file
-// preconditions) opaque on it so revalidation compares exactly what was
-// decided.
+// preconditions, path resolutions) opaque on it so revalidation compares
+// exactly what was decided. Whether paths are resolved through symbolic
+// links is the engine's configuration (permission.Config.FS): `lifecycle
+// serve` gives it the host's file system; the AWS stack, whose decisions
+// run away from the host, does not.
 //
 // A session without a stored policy gets DefaultPolicy (mode default, no
 // rules): the engine's defaults apply, so nothing is allowed without an

@@ -106,7 +106,10 @@ const (
 	CodeNotApproved            Code = "not_approved"
 	CodePreconditionChanged    Code = "precondition_changed"
 	CodePreconditionUnverified Code = "precondition_unverified"
-	CodeNotAllowed             Code = "not_allowed" // the prior decision was a deny
+	CodeResolutionChanged      Code = "resolution_changed"    // a path leads elsewhere than when decided
+	CodeResolutionUnverified   Code = "resolution_unverified" // no file system to resolve the recorded paths
+	CodeTooManyPaths           Code = "too_many_paths"        // more paths than a decision can record
+	CodeNotAllowed             Code = "not_allowed"           // the prior decision was a deny
 )
 
 // Reason is the machine-readable account of a decision.
@@ -154,6 +157,10 @@ type Decision struct {
 	Fallback bool `json:"fallback,omitempty"`
 	// Preconditions are file states the operation assumes (file edits).
 	Preconditions []FilePrecondition `json:"preconditions,omitempty"`
+	// Resolutions are where the paths the decision judged led through the
+	// file system (symbolic links, "..") when it was made; revalidation
+	// resolves them again and denies on any difference.
+	Resolutions []PathResolution `json:"resolutions,omitempty"`
 }
 
 // RiskRefusal reports whether the automatic reviewer refused the call. Such

@@ -54,6 +54,39 @@
 // opaque command is a possible match of every Bash pattern rule, so a hard
 // constraint, restriction or deny rule is named in the decision.
 //
+// # Scope and symbolic links
+//
+// The project scope is the project root and the policy's additional
+// directories (Scope). With a file system (Config.FS; `lifecycle serve`
+// wires OSFS) every path the analysis judges is resolved against the real
+// file system: component by component from "/", following symbolic links,
+// with ".." taken physically after a link ("notes/../x" with notes -> /etc
+// is /x, not x; Physical), up to the first component that does not exist
+// yet (a write may create it). A path is in the scope only if where it
+// leads is: a repository shipping notes -> .. cannot make notes/.bashrc
+// "inside". Deny-like rules (hard constraints, protected paths,
+// restrictions, deny and ask) match the path as written OR where it leads;
+// allow rules and the mode's defaults (read-only in scope, acceptEdits,
+// Bash writes under an allow rule) need where it leads. A Bash call's
+// relative paths start at its cwd argument (placed like the host tool
+// does: under the working directory, cleaned, then resolved); after a cd
+// they resolve from both the shell's logical directory and the physical one;
+// a glob's static part is resolved and the glob is expanded against the
+// file system, each match resolved (MaxGlobEntries). A path that cannot be
+// resolved (a link loop, a directory that cannot be examined) is in no
+// scope, matches no path allow rule and might match every deny-like rule.
+// The trusted directories may themselves be reached through links (/tmp
+// -> /private/tmp): rules written against their trusted names still
+// match. A path at or under what another command of the program may turn
+// into a link (ln, cp -R, mv, rsync operands) cannot be known before run
+// time and is judged like a computed path; links made by other programs
+// (tar, unzip, git checkout) are not modelled.
+//
+// Without a file system (the AWS stack, whose decisions run away from the
+// host; most unit tests) paths are compared lexically (cleaned, not
+// resolved), and the host tool's own check at execution is what stands
+// between a link and the outside.
+//
 // # Trusted and untrusted
 //
 // Request.Trusted (session, working directory, project scope, home, the
@@ -67,8 +100,15 @@
 // with the live policy and context: it denies when the policy version or
 // fingerprint (mode included), the trusted context, the argument digest or
 // the approval's binding (approval id + action + digest + version) changed,
-// when a live rule now denies, or when a file an edit touches changed since
-// the decision (FilePrecondition). A grant or approval for one action never
+// when a live rule now denies, when a path the decision resolved now leads
+// elsewhere (Decision.Resolutions: a link created, removed or swapped since;
+// CodeResolutionChanged names the path), or when a file an edit touches
+// changed since the decision (FilePrecondition). Every path an allowed or
+// asked call names is resolved and recorded, even those no rule needed, so
+// an approval is bound to the files its paths led to (at most
+// MaxResolutions; a call naming more is denied with CodeTooManyPaths). A
+// glob's matches are not recorded: revalidation expands it again and
+// judges what it names then. A grant or approval for one action never
 // authorizes a modified command, because the digest differs.
 //
 // # Automatic review and the refusal fallback

@@ -27,9 +27,11 @@ type Config struct {
 	// Counters holds the durable refusal counters; required with a
 	// Classifier.
 	Counters CounterStore
-	// FS reads files to capture and check the preconditions of file edits.
-	// Nil: no preconditions are captured (the executor's host must check
-	// them with CheckPreconditions if it wants them).
+	// FS is the file system the tools run against: every path a decision
+	// judges is resolved through it (symbolic links, ".."; see Scope), and
+	// the preconditions of file edits are captured and checked with it.
+	// Nil: paths are judged lexically and no preconditions are captured
+	// (the executor's host must check links and preconditions itself).
 	FS FS
 	// Contracts compute argument digests; nil means identity.Builtin.
 	Contracts identity.Contracts
@@ -134,11 +136,12 @@ func (e *Engine) prepare(req Request) (*evalCtx, error) {
 		return nil, err
 	}
 	x := &evalCtx{
-		req: req, pol: req.Policy, scope: NewScope(t, req.Policy.AdditionalDirectories),
+		req: req, pol: req.Policy, scope: NewScopeFS(t, req.Policy.AdditionalDirectories, e.cfg.FS),
 		view: view, digest: id.Digest, argsSize: len(c.Args),
 	}
 	if view.fam == famBash {
 		x.bash = newBashEval(view.command)
+		x.scope = x.scope.Chdir(view.cwd) // the Bash tool's cwd argument
 	}
 	return x, nil
 }
@@ -427,7 +430,7 @@ func (e *Engine) review(ctx context.Context, x *evalCtx, d Decision) (Decision, 
 	in := ReviewInput{
 		ActionID: x.req.Call.ActionID, PolicyVersion: x.pol.Version, Mode: x.pol.Mode,
 		Trusted: x.req.Trusted, AdditionalDirectories: x.pol.AdditionalDirectories,
-		Tool: x.req.Call.Tool, Args: x.req.Call.Args, ArgsDigest: x.digest,
+		Tool: x.req.Call.Tool, Args: x.req.Call.Args, ArgsDigest: x.digest, scope: &x.scope,
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReviewTimeout)
 	v, err := e.cfg.Classifier.Review(rctx, in)

@@ -77,13 +77,14 @@ func (x *evalCtx) matchRule(r Rule) (hit, bool) {
 		pat, _ := x.scope.rulePattern(r.path) // placeable: checked in prepare
 		var possible *hit
 		for _, p := range x.view.paths {
-			abs, ok := x.scope.Resolve(p)
+			names, ok := x.scope.Names(p) // as written and where it leads
+			for _, abs := range names {
+				if pathMatch(pat, abs, true) {
+					return hit{rule: r, what: abs}, true
+				}
+			}
 			if !ok {
 				possible = &hit{rule: r, what: p, possible: true}
-				continue
-			}
-			if pathMatch(pat, abs, true) {
-				return hit{rule: r, what: abs}, true
 			}
 		}
 		if possible != nil {

@@ -8,13 +8,25 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 )
 
-// FS reads files for preconditions. os-backed: OSFS.
+// FS is the engine's read-only view of the file system the tools run
+// against: file contents for preconditions, Lstat and Readlink to resolve
+// paths through symbolic links (Physical), ReadDir to expand globs. Names are absolute.
+// The permission package reads the file system only through an FS and
+// never executes anything. os-backed: OSFS; tests may use an in-memory
+// implementation.
 type FS interface {
 	ReadFile(name string) ([]byte, error)
+	// Lstat describes name without following a final symbolic link.
+	Lstat(name string) (fs.FileInfo, error)
+	// Readlink returns the target of the symbolic link name.
+	Readlink(name string) (string, error)
+	// ReadDir lists a directory (to expand the globs of Bash paths).
+	ReadDir(name string) ([]fs.DirEntry, error)
 }
 
 // OSFS reads the local file system.
@@ -22,6 +34,19 @@ type OSFS struct{}
 
 // ReadFile reads a file with os.ReadFile.
 func (OSFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+// Lstat calls os.Lstat.
+func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
+
+// Readlink calls os.Readlink.
+func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
+
+// ReadDir calls os.ReadDir.
+func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+
+// isNotDir: a component of the path is not a directory (lookup of
+// "file/x"); like a missing component, the rest cannot exist yet.
+func isNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
 
 // Absent is the digest of a file that does not exist.
 const Absent = "absent"
@@ -64,9 +89,25 @@ func CheckPreconditions(fsys FS, pre []FilePrecondition) error {
 	return nil
 }
 
-// withPreconditions captures the state of the files a file edit touches.
+// withPreconditions captures the state of the files a file edit touches,
+// and records where every path the decision judged led (Resolutions).
+// Decide calls it for every allow and ask.
 func (e *Engine) withPreconditions(x *evalCtx, d Decision) (Decision, error) {
-	if e.cfg.FS == nil || x.view.fam != famEdit {
+	if e.cfg.FS == nil {
+		return d, nil
+	}
+	x.resolveAll()
+	if rs := x.scope.Resolutions(); len(rs) > MaxResolutions {
+		// Unbindable: an approval or an allow would cover paths nobody
+		// can check again before dispatch.
+		d.Permission = lifecycle.PermissionDeny
+		d.Reason = Reason{Source: SourceAnalysis, Code: CodeTooManyPaths,
+			Detail: fmt.Sprintf("the call names %d paths, more than the %d a decision can bind to where they lead; split it into smaller calls", len(rs), MaxResolutions)}
+		d.Fallback = false
+		return d, nil
+	}
+	if x.view.fam != famEdit {
+		d.Resolutions = x.scope.Resolutions()
 		return d, nil
 	}
 	for _, p := range x.view.paths {
@@ -80,7 +121,24 @@ func (e *Engine) withPreconditions(x *evalCtx, d Decision) (Decision, error) {
 		}
 		d.Preconditions = append(d.Preconditions, FilePrecondition{Path: abs, Digest: dg})
 	}
+	d.Resolutions = x.scope.Resolutions()
 	return d, nil
+}
+
+// resolveAll resolves every path the call names, including those no rule
+// needed to look at, so that the decision (and an approval of it) is
+// bound to the files they led to: a human who approved "touch sub/x"
+// approved it for the directory sub was then.
+func (x *evalCtx) resolveAll() {
+	for _, p := range x.view.paths {
+		x.scope.Names(p)
+	}
+	if x.bash == nil || x.bash.err != nil {
+		return
+	}
+	for _, ref := range x.bash.prog.PathRefs() {
+		x.scope.BashPath(x.bash.prog, ref.Path)
+	}
 }
 
 // Revalidate re-checks a decision immediately before dispatch, against the
@@ -94,6 +152,8 @@ func (e *Engine) withPreconditions(x *evalCtx, d Decision) (Decision, error) {
 //   - for an ask, the approval is approved, by a named principal, for this
 //     action id, digest and policy version;
 //   - the live rules still do not deny it (a revocation takes effect);
+//   - every path the decision judged still resolves (symbolic links, "..")
+//     to where it did (Decision.Resolutions);
 //   - the files a file edit touches are unchanged.
 //
 // It returns allow (possibly with SourceApproval) or a deny whose reason
@@ -142,6 +202,20 @@ func (e *Engine) Revalidate(ctx context.Context, prior Decision, approval Approv
 		}
 		approved = true
 	}
+	if len(prior.Resolutions) > 0 {
+		// The decision (and any approval) was for the files its paths led
+		// to then: a link created, removed or swapped since is a new call.
+		// Without a file system, a decision with preconditions is denied
+		// below for those (the older, more specific reason).
+		switch {
+		case e.cfg.FS == nil && len(prior.Preconditions) == 0:
+			return deny(CodeResolutionUnverified, "the decision resolved its paths through the file system and no file system is configured to resolve them again")
+		case e.cfg.FS != nil:
+			if err := CheckResolutions(e.cfg.FS, prior.Resolutions); err != nil {
+				return deny(CodeResolutionChanged, "%v; the call must be decided again", err)
+			}
+		}
+	}
 	res := e.evaluate(x)
 	switch {
 	case res.out == outDeny:
@@ -174,5 +248,6 @@ func (e *Engine) Revalidate(ctx context.Context, prior Decision, approval Approv
 	}
 	d.Permission = lifecycle.PermissionAllow
 	d.Preconditions = prior.Preconditions
+	d.Resolutions = prior.Resolutions
 	return d, nil
 }

@@ -51,6 +51,19 @@ type ReviewInput struct {
 	Tool       string          `json:"tool"`
 	Args       json.RawMessage `json:"args"`
 	ArgsDigest string          `json:"args_digest"`
+
+	scope *Scope // the engine's scope (resolving with Config.FS); see Scope
+}
+
+// Scope is the project scope of the trusted context. Given by the engine,
+// it resolves paths through the engine's file system (Config.FS), and the
+// paths a reviewer resolves are recorded on the decision for revalidation;
+// otherwise it is the lexical NewScope.
+func (in ReviewInput) Scope() Scope {
+	if in.scope != nil {
+		return *in.scope
+	}
+	return NewScope(in.Trusted, in.AdditionalDirectories)
 }
 
 // VerdictKind is a classifier's answer.

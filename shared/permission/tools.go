@@ -26,6 +26,8 @@ type callView struct {
 	// host of a WebFetch URL (lower case, no port).
 	host    string
 	command string
+	// cwd is the Bash tool's working directory argument, as given.
+	cwd string
 }
 
 func familyOf(tool string) family {
@@ -74,6 +76,9 @@ func viewCall(c Call) (callView, error) {
 			return v, err
 		}
 		v.command = cmd
+		if v.cwd, _, err = str("cwd", false); err != nil {
+			return v, err
+		}
 	case "Read", "Write", "Edit", "MultiEdit":
 		p, _, err := str("file_path", true)
 		if err != nil {
@@ -114,9 +119,10 @@ func viewCall(c Call) (callView, error) {
 		if err != nil {
 			return v, err
 		}
-		// A pattern that climbs out (../x/*) or is absolute searches
-		// elsewhere: judge the static directory it starts from as well.
-		if path.IsAbs(pat) || strings.Contains(pat, "..") {
+		// A pattern that climbs out (../x/*), is absolute or has a static
+		// directory (which may be a link: notes/.ssh/*) searches elsewhere:
+		// judge the static directory it starts from as well.
+		if path.IsAbs(pat) || strings.Contains(pat, "..") || strings.Contains(staticPart(pat), "/") {
 			base := pat
 			if i := strings.IndexAny(base, "*?[{"); i >= 0 {
 				base = path.Dir(base[:i] + "x")
@@ -138,6 +144,14 @@ func viewCall(c Call) (callView, error) {
 		v.host = strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	}
 	return v, nil
+}
+
+// staticPart is a glob pattern up to its first pattern character.
+func staticPart(pat string) string {
+	if i := strings.IndexAny(pat, "*?[{"); i >= 0 {
+		return pat[:i]
+	}
+	return pat
 }
 
 // ToolSpec is one tool as the model sees it in a provider request.

@@ -88,7 +88,7 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 		return permission.Verdict{}, &permission.NoVerdictError{Reviewer: Name, Kind: permission.NoVerdictUnparseable,
 			Err: errors.New("arguments are not a JSON object")}
 	}
-	rv := reviewer{scope: permission.NewScope(in.Trusted, in.AdditionalDirectories)}
+	rv := reviewer{scope: in.Scope()}
 	var f *finding
 	var safe bool
 	var why string
