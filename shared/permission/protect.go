@@ -268,7 +268,10 @@ func (c *protectCheck) token(what, tok string, glob, walk bool) {
 	case path.IsAbs(tok):
 		c.path(what, path.Clean(tok), glob, walk, true)
 	default:
-		exact := c.known && len(c.dirs) == 1
+		// Resolved from every directory the program may be in: a word that
+		// names a protected path from one of them is denied (cd .. && cat
+		// .lifecycle/auth.key), unless a change of directory is unknown.
+		exact := c.known
 		for _, d := range c.dirs {
 			if d != "" {
 				c.path(what, path.Join(d, tok), glob, walk, exact)
