@@ -251,7 +251,7 @@ func TestServeProtectsItsState(t *testing.T) {
 		st := a["states"].(map[string]any)
 		d, _ := a["decision"].(map[string]any)
 		reason, _ := d["reason"].(map[string]any)
-		if st["permission"] != "deny" || st["outcome"] != "not_started" || reason["source"] != "hard_constraint" {
+		if st["permission"] != "deny" || st["outcome"] != "not_started" || reason["source"] != "hard_constraint" || reason["code"] != "protected_path" {
 			t.Errorf("%s: states %v, decision %v", at.name, st, d)
 		}
 	}
