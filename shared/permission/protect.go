@@ -118,6 +118,7 @@ type protectCheck struct {
 	known bool     // every change of directory is known
 	found *touch
 	maybe *touch
+	seen  map[string]bool // tokens already checked (token, glob, walk)
 }
 
 func (c *protectCheck) note(t touch) {
@@ -240,9 +241,12 @@ const pathSeparators = " \t\n\r=@:,;()\"'`<>|&{}[]$\\"
 // text checks every path-like piece of a text (a word, an argument, the
 // whole command). Pieces are never walked: naming is what counts.
 func (c *protectCheck) text(what, s string, glob bool) {
-	c.token(what, s, glob, false)
 	if !strings.ContainsAny(s, pathSeparators) {
+		c.token(what, s, glob, false)
 		return
+	}
+	if len(s) <= 4096 && !strings.ContainsAny(s, "\n\r") {
+		c.token(what, s, glob, false) // a file name with spaces or quotes in it
 	}
 	for _, piece := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(pathSeparators, r) }) {
 		if piece != s {
@@ -257,6 +261,14 @@ func (c *protectCheck) token(what, tok string, glob, walk bool) {
 	if tok == "" {
 		return
 	}
+	key := fmt.Sprint(glob, walk, tok)
+	if c.seen[key] {
+		return
+	}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	c.seen[key] = true
 	switch {
 	case tok == "~" || strings.HasPrefix(tok, "~/"):
 		if c.x.scope.HomeDir == "" {
@@ -307,12 +319,19 @@ func (c *protectCheck) path(what, abs string, glob, walk, exact bool) {
 // globReaches reports whether a pattern may expand to the protected path
 // p, to something below it, or (walk) to one of its ancestors.
 func globReaches(pat, p string, walk bool) bool {
+	// Whatever a pattern expands to lies below its static base.
+	base, _ := doublestar.SplitPattern(pat)
+	if !within(p, base) {
+		return false
+	}
 	if strings.Contains(pat, "**") {
-		base, _ := doublestar.SplitPattern(pat)
-		return within(p, base)
+		return true
 	}
 	comps := strings.Split(strings.TrimPrefix(pat, "/"), "/")
-	for k := 1; k <= len(comps); k++ {
+	// A prefix of the pattern deeper than p cannot match p: the work is
+	// bounded by p's depth, not by the pattern's length.
+	depth := strings.Count(p, "/")
+	for k := 1; k <= len(comps) && k <= depth; k++ {
 		if doublestar.MatchUnvalidated("/"+strings.Join(comps[:k], "/"), p) {
 			return true
 		}

@@ -2,8 +2,11 @@ package permission_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/permission"
@@ -222,5 +225,68 @@ func TestProtectedPathsConfig(t *testing.T) {
 	}
 	if got := permission.DefaultCredentialStores(); len(got) < 12 || got[0] != "~/.ssh" {
 		t.Errorf("default credential stores %v", got)
+	}
+}
+
+// FuzzProtectedPaths: whatever comes before it, a command that reads the
+// key is never allowed, not even under bypassPermissions with every Bash
+// command allowed (quotes, heredocs, comments, continuations, unparseable
+// or oversized input included).
+//
+//	go test -run '^$' -fuzz FuzzProtectedPaths -fuzztime 30s ./shared/permission/
+func FuzzProtectedPaths(f *testing.F) {
+	for _, s := range []string{"", "echo ok", "cat <<EOF", "echo 'unterminated", "# comment", "x=\\", "$(", "for f in *; do", "case x in"} {
+		f.Add(s)
+	}
+	e, err := permission.NewEngine(permission.Config{ProtectedPaths: []string{state}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	pol := permission.MustParsePolicy(`{"version":"v1","mode":"bypassPermissions","allow":["Bash"]}`)
+	f.Fuzz(func(t *testing.T, prefix string) {
+		for _, cmd := range []string{prefix + "\ncat ../.lifecycle/auth.key", prefix + "; find /work/.lifecycle -delete"} {
+			d, err := e.Decide(context.Background(), permission.Request{Trusted: trusted(false), Call: bashCall(cmd), Policy: pol})
+			if err != nil {
+				var ic *permission.InvalidCallError
+				if errors.As(err, &ic) {
+					return // not a string a tool call can carry (invalid UTF-8 in JSON)
+				}
+				t.Fatal(err)
+			}
+			if d.Permission == lifecycle.PermissionAllow {
+				t.Fatalf("%q allowed: %+v", cmd, d.Reason)
+			}
+		}
+	})
+}
+
+// The protected-path check stays linear: a 60 KB command of path-like
+// words (the worst case for the glob and piece checks) is judged in well
+// under a second.
+func TestProtectedPathsLargeInput(t *testing.T) {
+	e := protectEngine(t)
+	for name, unit := range map[string]string{
+		"slashes":                 "a/b/c/d/e/f/g/h/",
+		"glob words":              "*/*/*/*/ ",
+		"pieces":                  "--x=a/b,@c/d:e ",
+		"one long word":           "x/",
+		"distinct absolute globs": "distinct",
+	} {
+		cmd := "cat " + strings.Repeat(unit, 60*1024/len(unit))
+		if unit == "distinct" {
+			var b strings.Builder
+			for i := 0; b.Len() < 60*1024; i++ {
+				fmt.Fprintf(&b, "/*/*/w%d ", i)
+			}
+			cmd = "cat " + b.String()
+		}
+		start := time.Now()
+		d, err := e.Decide(context.Background(), permission.Request{Trusted: trusted(false), Call: bashCall(cmd), Policy: policy(t, "v1", permission.ModeBypass)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("%s: %v for %d bytes (%s)", name, el, len(cmd), d.Permission)
+		}
 	}
 }
