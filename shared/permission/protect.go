@@ -261,7 +261,14 @@ func (c *protectCheck) token(what, tok string, glob, walk bool) {
 	if tok == "" {
 		return
 	}
-	key := fmt.Sprint(glob, walk, tok)
+	glob = glob && strings.ContainsAny(tok, "*?[{")
+	key := tok
+	if glob {
+		key += "\x00g"
+	}
+	if walk {
+		key += "\x00w"
+	}
 	if c.seen[key] {
 		return
 	}
@@ -296,6 +303,10 @@ func (c *protectCheck) token(what, tok string, glob, walk bool) {
 // reads the whole tree below it, so an ancestor of a protected path
 // reaches it too.
 func (c *protectCheck) path(what, abs string, glob, walk, exact bool) {
+	base := abs
+	if glob {
+		base, _ = doublestar.SplitPattern(abs)
+	}
 	for _, p := range c.paths {
 		if !glob {
 			switch {
@@ -306,11 +317,10 @@ func (c *protectCheck) path(what, abs string, glob, walk, exact bool) {
 			}
 			continue
 		}
-		base, _ := doublestar.SplitPattern(abs)
 		switch {
 		case within(base, p):
 			c.note(touch{what: what, target: p, how: "names", possible: !exact})
-		case globReaches(abs, p, walk):
+		case globReaches(abs, base, p, walk):
 			c.note(touch{what: what, target: p, how: "is a pattern that may expand to", possible: true})
 		}
 	}
@@ -318,9 +328,8 @@ func (c *protectCheck) path(what, abs string, glob, walk, exact bool) {
 
 // globReaches reports whether a pattern may expand to the protected path
 // p, to something below it, or (walk) to one of its ancestors.
-func globReaches(pat, p string, walk bool) bool {
+func globReaches(pat, base, p string, walk bool) bool {
 	// Whatever a pattern expands to lies below its static base.
-	base, _ := doublestar.SplitPattern(pat)
 	if !within(p, base) {
 		return false
 	}
@@ -354,7 +363,7 @@ var noFileAccess = protectSet("echo", "printf", "true", "false", ":", "test", "[
 	"break", "continue", "basename", "dirname", "expr", "seq", "cd", "pushd", "popd")
 
 // lifecycleCLI mentions: the service's own CLI reads its keys.
-var lifecycleCLI = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.-])lifecycle['"\],]*[\s'",\[]+(token|serve|host|submit|show|approvals|approve|decline|command|activity|tail|policy)\b`)
+var lifecycleCLI = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.-])lifecycle['"\],]*[\s'",\[]+(token|serve|host|submit|show|approvals|approve|decline|command|activity|tail|policy)(?:[\s'",\]]|$)`)
 
 func (c *protectCheck) bash() {
 	b := c.x.bash

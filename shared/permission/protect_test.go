@@ -77,6 +77,7 @@ func TestProtectedPathsAreAHardConstraint(t *testing.T) {
 		{"the service's CLI", bashCall("lifecycle token --role agent --session ses_x")},
 		{"the service's CLI by path", bashCall("/usr/local/bin/lifecycle policy --session ses_test")},
 		{"the service's CLI behind a wrapper", bashCall("env -i lifecycle token --role human")},
+		{"the service's CLI in a string run later", bashCall(`script -qc "lifecycle token --role human" /dev/null`)},
 		{"the service's CLI from source", bashCall("go run ./cmd/lifecycle token --role agent --session ses_test")},
 		{"a printer of stored credentials", bashCall("gh auth token")},
 		{"git credential fill", bashCall("printf 'host=github.com\\n' | git credential fill")},
@@ -156,7 +157,7 @@ func TestProtectedPathsLeaveTheProjectAlone(t *testing.T) {
 	pols := protectPolicies(t)
 	for _, cmd := range []string{"ls", "ls -la src", "git status", "git diff HEAD~1", "git log --oneline -5", "go test ./...",
 		"grep -rn TODO .", "rg TODO", "find . -name '*.go'", "cat README.md", "mkdir -p build", "echo $HOME",
-		"python3 --version", "du -sh .", "tar czf /tmp/src.tgz src", "cp -r src /tmp/src", "cat ../other/notes.txt"} {
+		"python3 --version", "du -sh .", `git commit -m "lifecycle serve: print the state directory"`, "tar czf /tmp/src.tgz src", "cp -r src /tmp/src", "cat ../other/notes.txt"} {
 		for _, pname := range []string{"narrow allow list", "bypassPermissions"} {
 			t.Run(pname+"/"+cmd, func(t *testing.T) {
 				d, err := e.Decide(context.Background(), permission.Request{Trusted: trusted(true), Call: bashCall(cmd), Policy: pols[pname]})
