@@ -277,23 +277,20 @@ func (c *protectCheck) token(what, tok string, glob, walk bool) {
 	}
 	c.seen[key] = true
 	switch {
-	case tok == "~" || strings.HasPrefix(tok, "~/"):
-		if c.x.scope.HomeDir == "" {
-			return
-		}
-		c.path(what, path.Join(c.x.scope.HomeDir, tok[1:]), glob, walk, true)
-	case strings.HasPrefix(tok, "~"):
+	case strings.HasPrefix(tok, "~") && tok != "~" && !strings.HasPrefix(tok, "~/"):
 		return // another user's home: not this user's credentials
-	case path.IsAbs(tok):
-		c.path(what, path.Clean(tok), glob, walk, true)
+	case tok == "~" || strings.HasPrefix(tok, "~/") || path.IsAbs(tok):
+		// Resolved as the package resolves every path (Scope.Resolve).
+		if abs, ok := c.x.scope.Resolve(tok); ok {
+			c.path(what, abs, glob, walk, true)
+		}
 	default:
 		// Resolved from every directory the program may be in: a word that
 		// names a protected path from one of them is denied (cd .. && cat
 		// .lifecycle/auth.key), unless a change of directory is unknown.
-		exact := c.known
 		for _, d := range c.dirs {
-			if d != "" {
-				c.path(what, path.Join(d, tok), glob, walk, exact)
+			if abs, ok := c.x.scope.resolveFrom(d, tok); ok && d != "" {
+				c.path(what, abs, glob, walk, c.known)
 			}
 		}
 	}
