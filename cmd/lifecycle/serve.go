@@ -84,6 +84,13 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	home, _ := os.UserHomeDir()
+	// The host worker's tools inherit this process's environment: a token
+	// exported in the shell that started serve (a human one, even) must
+	// not be handed to the agent.
+	if os.Getenv("LIFECYCLE_TOKEN") != "" {
+		os.Unsetenv("LIFECYCLE_TOKEN")
+		log.Warn("LIFECYCLE_TOKEN was set in the environment of serve; it was removed so the agent's tools do not inherit it")
+	}
 	stateDir, err := clientcmd.StateDir(o.stateDir, ws)
 	if err != nil {
 		return err

@@ -175,6 +175,7 @@ func caller(t *testing.T, base string) func(method, path, token string, body any
 func TestServeProtectsItsState(t *testing.T) {
 	dir := t.TempDir()
 	stateDir, ws := filepath.Join(dir, ".lifecycle"), filepath.Join(dir, "workspace")
+	t.Setenv("LIFECYCLE_TOKEN", "a-token-of-the-person-who-started-serve")
 	base := startServe(t, stateDir, ws, "ses_p")
 	keys, err := auth.LoadOrCreateKeys(stateDir)
 	if err != nil {
@@ -228,9 +229,13 @@ func TestServeProtectsItsState(t *testing.T) {
 			}
 		}
 	}
-	// The control: the policy really is permissive and the worker runs.
-	if a := submit("control", "Bash", map[string]any{"command": "echo ok > ok.txt"}); a["states"].(map[string]any)["outcome"] != "succeeded" {
+	// The control: the policy really is permissive and the worker runs;
+	// the token in the environment of serve is not the tools' to read.
+	if a := submit("control", "Bash", map[string]any{"command": `echo "ok $LIFECYCLE_TOKEN" > ok.txt`}); a["states"].(map[string]any)["outcome"] != "succeeded" {
 		t.Fatalf("control: %v", a)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "ok.txt")); err != nil || string(b) != "ok \n" {
+		t.Fatalf("the tool saw %q (%v)", b, err)
 	}
 	attacks := []struct {
 		name, tool string
