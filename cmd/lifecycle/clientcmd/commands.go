@@ -461,6 +461,9 @@ func hostCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The tools inherit this process's environment; the worker's own
+			// token is not theirs to read.
+			os.Unsetenv("LIFECYCLE_TOKEN")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
