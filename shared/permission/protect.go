@@ -24,7 +24,6 @@ var defaultCredentialStores = []string{
 	"~/.netrc", "~/.git-credentials", "~/.gnupg", "~/.npmrc", "~/.pypirc", "~/.config/gh/hosts.yml",
 	"~/.config/hub", "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.terraform.d/credentials.tfrc.json",
 	"~/.vault-token", "~/.pgpass", "~/.my.cnf", "~/.password-store", "~/.local/share/keyrings",
-	"~/.config/openprogram-lifecycle",
 }
 
 // DefaultCredentialStores returns the credential stores protected when
@@ -196,7 +195,7 @@ func (c *protectCheck) fileTool() {
 			if !path.IsAbs(pat) {
 				pat = path.Join(b, pat)
 			}
-			c.path("Glob "+a.Pattern, pat, true, true, true)
+			c.path("Glob "+a.Pattern, pat, strings.ContainsAny(pat, "*?[{"), true, true)
 			if i := strings.IndexAny(a.Pattern, "*?[{"); i >= 0 && strings.Contains(a.Pattern[i:], "..") {
 				c.note(touch{what: "Glob " + a.Pattern, target: c.first(), how: "climbs out of its directory after a wildcard", possible: true})
 			}
