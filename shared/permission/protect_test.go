@@ -158,7 +158,7 @@ func TestProtectedPathsLeaveTheProjectAlone(t *testing.T) {
 	for _, cmd := range []string{"ls", "ls -la src", "git status", "git diff HEAD~1", "git log --oneline -5", "go test ./...",
 		"grep -rn TODO .", "rg TODO", "find . -name '*.go'", "cat README.md", "mkdir -p build", "echo $HOME",
 		"python3 --version", "du -sh .", `git commit -m "lifecycle serve: print the state directory"`, "tar czf /tmp/src.tgz src", "cp -r src /tmp/src", "cat ../other/notes.txt"} {
-		for _, pname := range []string{"narrow allow list", "bypassPermissions"} {
+		for _, pname := range []string{"narrow allow list", "bypassPermissions", "auto mode"} {
 			t.Run(pname+"/"+cmd, func(t *testing.T) {
 				d, err := e.Decide(context.Background(), permission.Request{Trusted: trusted(true), Call: bashCall(cmd), Policy: pols[pname]})
 				if err != nil {
@@ -167,7 +167,9 @@ func TestProtectedPathsLeaveTheProjectAlone(t *testing.T) {
 				if d.Reason.Source == permission.SourceHardConstraint {
 					t.Fatalf("%s: %+v", d.Permission, d.Reason)
 				}
-				if (pname == "bypassPermissions" || !strings.HasPrefix(cmd, "echo")) && d.Permission != lifecycle.PermissionAllow {
+				// Auto mode's reviewer is its own subject (issue 21, class 6):
+				// here only "not a protected path" is asserted for it.
+				if pname != "auto mode" && (pname == "bypassPermissions" || !strings.HasPrefix(cmd, "echo")) && d.Permission != lifecycle.PermissionAllow {
 					t.Fatalf("%s: %+v", d.Permission, d.Reason)
 				}
 			})
