@@ -1,7 +1,7 @@
 // Command lifecycle is the CLI of the OpenProgram action lifecycle.
 //
 //	lifecycle serve      the whole embedded stack in one process (make run)
-//	lifecycle token      issue a local API token
+//	lifecycle token      issue a local API token (human/admin: confirmed on your terminal)
 //	lifecycle submit     submit a tool call as an agent
 //	lifecycle show       an action, its decision, outcome, delivery and receipt
 //	lifecycle approvals  pending approvals of a session

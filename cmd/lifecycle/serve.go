@@ -42,7 +42,9 @@ func serveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the whole lifecycle in one process: SQLite store, embedded Step Functions, API, UI, host worker",
-		Long: `serve starts the embedded stack: the durable SQLite store (--state-dir), the embedded
+		Long: `serve starts the embedded stack: the durable SQLite store and the two token signing keys
+(--state-dir; by default $XDG_STATE_HOME/openprogram-lifecycle/<workspace>-<hash>, created 0700,
+never inside the workspace, and protected from every tool the agent runs), the embedded
 Step Functions engine running statemachines/action-lifecycle.asl.json, the lifecycle handlers,
 the HTTP API and the Activity UI on --addr, the recovery sweeper, and a host worker that runs
 Bash/Read/Write/Edit in --workspace. Kill it at any point and start it again: it continues
@@ -52,8 +54,8 @@ from what it stored.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address of the API and UI")
-	f.StringVar(&o.stateDir, "state-dir", clientcmd.EnvOr("LIFECYCLE_STATE_DIR", clientcmd.DefaultStateDir), "durable state: state.db, blobs, the token key (env LIFECYCLE_STATE_DIR)")
-	f.StringVar(&o.workspace, "workspace", "workspace", "directory the host worker runs tools in")
+	f.StringVar(&o.stateDir, "state-dir", os.Getenv("LIFECYCLE_STATE_DIR"), "durable state: state.db, blobs, the signing keys (env LIFECYCLE_STATE_DIR; default $XDG_STATE_HOME/openprogram-lifecycle/<workspace>-<hash>); never inside the workspace")
+	f.StringVar(&o.workspace, "workspace", clientcmd.EnvOr("LIFECYCLE_WORKSPACE", clientcmd.DefaultWorkspace), "directory the host worker runs tools in (env LIFECYCLE_WORKSPACE)")
 	f.StringVar(&o.session, "session", "ses_local", "session of the printed human token")
 	f.StringVar(&o.restartWindow, "restart-window", "-1", "automatic continuation after an interruption, for sessions whose policy sets no restart_window_seconds: -1 unlimited, 0 off, or a duration (2h)")
 	f.DurationVar(&o.sweep, "sweep-interval", time.Minute, "recovery sweep period (the EventBridge schedule's stand-in)")
@@ -82,13 +84,58 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	home, _ := os.UserHomeDir()
-	key, err := auth.LoadOrCreateKey(o.stateDir)
+	// The host worker's tools inherit this process's environment: a token
+	// exported in the shell that started serve (a human one, even) must
+	// not be handed to the agent.
+	if os.Getenv("LIFECYCLE_TOKEN") != "" {
+		os.Unsetenv("LIFECYCLE_TOKEN")
+		log.Warn("LIFECYCLE_TOKEN was set in the environment of serve; it was removed so the agent's tools do not inherit it")
+	}
+	stateDir, err := clientcmd.StateDir(o.stateDir, ws)
 	if err != nil {
 		return err
 	}
-	issuer, err := auth.NewIssuer(key)
+	warning, err := embedded.CheckStateDir(stateDir, ws)
 	if err != nil {
 		return err
+	}
+	if warning != "" {
+		fmt.Fprintf(out, "WARNING: %s\n\n", warning)
+	}
+	legacy, _ := filepath.Abs(".lifecycle")
+	if _, err := os.Stat(filepath.Join(legacy, "state.db")); err == nil && o.stateDir == "" && legacy != stateDir {
+		fmt.Fprintf(out, "NOTE: %s holds state of an older version, which kept it beside the workspace; it is no longer used\n"+
+			"by default (pass --state-dir %s to keep using it, or move it to %s). It stays protected from the agent's tools.\n\n", legacy, legacy, stateDir)
+	}
+	if was, err := embedded.SecureStateDir(stateDir); err != nil {
+		return err
+	} else if was != 0 {
+		log.Warn("the state directory was readable by other users; tightened it to 0700", "state_dir", stateDir, "was", fmt.Sprintf("%04o", was))
+	}
+	tightened, err := auth.TightenKeyFiles(stateDir)
+	for _, t := range tightened {
+		log.Warn("a signing key was readable by other users; tightened it to 0600", "key", t)
+	}
+	if err != nil {
+		return err
+	}
+	keys, err := auth.LoadOrCreateKeys(stateDir)
+	if err != nil {
+		return err
+	}
+	issuer, err := auth.NewIssuer(keys)
+	if err != nil {
+		return err
+	}
+	// No tool may read, write, delete or list the state (the keys above all)
+	// nor any lifecycle's state under the default root, nor a legacy state
+	// directory; credential stores are protected by the engine's default.
+	protected := []string{stateDir}
+	if root, err := embedded.StateRoot(); err == nil && root != stateDir {
+		protected = append(protected, root)
+	}
+	if _, err := os.Stat(legacy); err == nil && legacy != stateDir {
+		protected = append(protected, legacy)
 	}
 	// Listen before starting anything, so a busy port fails fast.
 	ln, err := net.Listen("tcp", o.addr)
@@ -99,16 +146,14 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 
 	var policies *policystore.Store
 	var live policystore.Parsed[*permission.Policy]
-	stateDB, _ := filepath.Abs(filepath.Join(o.stateDir, "state.db"))
 	es, err := embedded.Start(ctx, embedded.Config{
-		StateDir: o.stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
+		StateDir: stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
 		NewDecider: func(st store.Store) (actionflow.Decider, error) {
 			policies = policystore.New(st, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)),
 				policystore.WithRestartDefault(window.Seconds()))
 			live = policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy}
 			eng, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: st, FS: permission.OSFS{},
-				// The model must never write the service's own state.
-				ProtectedPaths: []string{stateDB, filepath.Dir(stateDB)}})
+				ProtectedPaths: protected})
 			if err != nil {
 				return nil, err
 			}
@@ -140,9 +185,10 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	fmt.Fprintf(out, "  Activity UI   %s/ui/#token=%s\n", base, human)
 	fmt.Fprintf(out, "  API           %s/v1   (health: %s/healthz)\n", base, base)
 	fmt.Fprintf(out, "  Human token   %s   (session %s, 12h)\n", human, o.session)
-	fmt.Fprintf(out, "  State         %s   Workspace %s\n", stateDB, ws)
+	fmt.Fprintf(out, "  State         %s   (0700; keys auth.key and human.key 0600)\n", stateDir)
+	fmt.Fprintf(out, "  Workspace     %s\n", ws)
 	fmt.Fprintf(out, "  Step Functions endpoint (AWS_ENDPOINT_URL_SFN)  %s\n\n", es.SFNEndpoint)
-	fmt.Fprintf(out, "An agent token: lifecycle token --role agent --session %s\n", o.session)
+	fmt.Fprintf(out, "An agent token: lifecycle token --role agent --session %s   (from this directory, or with --workspace %s)\n", o.session, ws)
 	fmt.Fprintf(out, "Submit:         lifecycle submit --session %s --tool Bash --args '{\"command\":\"ls\"}' --token <agent token>\n", o.session)
 	fmt.Fprintf(out, "Stop with Ctrl-C (an orderly stop pauses running work for automatic continuation).\n")
 

@@ -25,65 +25,15 @@ import (
 func TestServeOverHTTP(t *testing.T) {
 	dir := t.TempDir()
 	stateDir, ws := filepath.Join(dir, "state"), filepath.Join(dir, "ws")
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, serveOptions{addr: "127.0.0.1:0", stateDir: stateDir, workspace: ws, session: "ses_e2e",
-			restartWindow: "-1", logLevel: "error", sweep: time.Minute}, pw)
-		pw.Close()
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	base := ""
-	sc := bufio.NewScanner(pr)
-	re := regexp.MustCompile(`API\s+(http://\S+)/v1`)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			base = m[1]
-			break
-		}
-	}
-	if base == "" {
-		t.Fatal("serve did not print its API address")
-	}
-	go io.Copy(io.Discard, pr)
-
-	key, err := auth.LoadOrCreateKey(stateDir)
+	base := startServe(t, stateDir, ws, "ses_e2e")
+	keys, err := auth.LoadOrCreateKeys(stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, _ := auth.NewIssuer(key)
+	iss, _ := auth.NewIssuer(keys)
 	agent, _ := iss.Issue(auth.RoleAgent, "ses_e2e", time.Hour)
 	human, _ := iss.Issue(auth.RoleHuman, "ses_e2e", time.Hour)
-
-	call := func(method, path, token string, body any, hdr map[string]string) (int, map[string]any) {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequest(method, base+path, rd)
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		raw, _ := io.ReadAll(resp.Body)
-		json.Unmarshal(raw, &out)
-		return resp.StatusCode, out
-	}
+	call := caller(t, base)
 
 	status, sub := call("POST", "/v1/sessions/ses_e2e/actions", agent,
 		map[string]any{"tool": "Bash", "tool_call_id": "call_1", "interactive": true,
@@ -151,5 +101,174 @@ func TestServeOverHTTP(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "count.txt")); string(b) != "ran\n" {
 		t.Fatalf("the replay executed again: %q", b)
+	}
+}
+
+// startServe runs `lifecycle serve` until the test ends and returns its
+// base URL.
+func startServe(t *testing.T, stateDir, ws, session string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, serveOptions{addr: "127.0.0.1:0", stateDir: stateDir, workspace: ws, session: session,
+			restartWindow: "-1", logLevel: "error", sweep: time.Minute}, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	base := ""
+	sc := bufio.NewScanner(pr)
+	re := regexp.MustCompile(`API\s+(http://\S+)/v1`)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	if base == "" {
+		t.Fatal("serve did not print its API address")
+	}
+	go io.Copy(io.Discard, pr)
+	return base
+}
+
+// caller sends JSON requests with a bearer token.
+func caller(t *testing.T, base string) func(method, path, token string, body any, hdr map[string]string) (int, map[string]any) {
+	return func(method, path, token string, body any, hdr map[string]string) (int, map[string]any) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		raw, _ := io.ReadAll(resp.Body)
+		json.Unmarshal(raw, &out)
+		return resp.StatusCode, out
+	}
+}
+
+// TestServeProtectsItsState is issue 21, class 1, end to end: the state
+// directory beside the workspace (the old default layout), a session
+// policy that allows every Bash command (bypassPermissions), and an agent
+// that tries to read and destroy the state through the real API and host
+// worker. Every attempt is denied and not_started, the keys are intact, and
+// a token signed with the agent key that claims "human" cannot change the
+// policy.
+func TestServeProtectsItsState(t *testing.T) {
+	dir := t.TempDir()
+	stateDir, ws := filepath.Join(dir, ".lifecycle"), filepath.Join(dir, "workspace")
+	t.Setenv("LIFECYCLE_TOKEN", "a-token-of-the-person-who-started-serve")
+	base := startServe(t, stateDir, ws, "ses_p")
+	keys, err := auth.LoadOrCreateKeys(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, _ := auth.NewIssuer(keys)
+	agent, _ := iss.Issue(auth.RoleAgent, "ses_p", time.Hour)
+	human, _ := iss.Issue(auth.RoleHuman, "ses_p", time.Hour)
+	call := caller(t, base)
+	before := map[string][]byte{}
+	for _, name := range []string{auth.KeyFile, auth.HumanKeyFile} {
+		b, err := os.ReadFile(filepath.Join(stateDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = b
+	}
+
+	permissive := map[string]any{"version": "p1", "mode": "bypassPermissions", "allow": []string{"Bash", "Read"}}
+	// The agent key cannot raise an agent to human: a human token signed
+	// with it is refused outright, and the agent's own token may not.
+	forger, _ := auth.NewIssuer(auth.Keys{Agent: []byte("unrelated-key-unrelated-key-unrelated"), Human: keys.Agent})
+	forged, _ := forger.Issue(auth.RoleHuman, "ses_p", time.Hour)
+	policyBody := map[string]any{"expected_version": 0, "policy": permissive}
+	if st, body := call("PUT", "/v1/sessions/ses_p/policy", forged, policyBody, nil); st != http.StatusUnauthorized {
+		t.Fatalf("agent-key human token: %d %v", st, body)
+	}
+	if st, body := call("PUT", "/v1/sessions/ses_p/policy", agent, policyBody, nil); st != http.StatusForbidden {
+		t.Fatalf("agent token: %d %v", st, body)
+	}
+	if st, body := call("PUT", "/v1/sessions/ses_p/policy", human, policyBody, nil); st != http.StatusOK {
+		t.Fatalf("human: %d %v", st, body)
+	}
+
+	submit := func(key, tool string, args map[string]any) map[string]any {
+		t.Helper()
+		st, sub := call("POST", "/v1/sessions/ses_p/actions", agent,
+			map[string]any{"tool": tool, "tool_call_id": key, "interactive": false, "arguments": args},
+			map[string]string{"Idempotency-Key": key})
+		if st != http.StatusAccepted {
+			t.Fatalf("submit %s: %d %v", key, st, sub)
+		}
+		id := sub["action_id"].(string)
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			_, a := call("GET", "/v1/actions/"+id+"?wait=5", agent, nil, nil)
+			if st, _ := a["states"].(map[string]any); st["delivery"] == "projected" {
+				return a
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never projected: %v", key, a)
+			}
+		}
+	}
+	// The control: the policy really is permissive and the worker runs;
+	// the token in the environment of serve is not the tools' to read.
+	if a := submit("control", "Bash", map[string]any{"command": `echo "ok $LIFECYCLE_TOKEN" > ok.txt`}); a["states"].(map[string]any)["outcome"] != "succeeded" {
+		t.Fatalf("control: %v", a)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "ok.txt")); err != nil || string(b) != "ok \n" {
+		t.Fatalf("the tool saw %q (%v)", b, err)
+	}
+	attacks := []struct {
+		name, tool string
+		args       map[string]any
+	}{
+		{"cat-key", "Bash", map[string]any{"command": "cat ../.lifecycle/auth.key"}},
+		{"find-delete", "Bash", map[string]any{"command": "find ../.lifecycle -delete"}},
+		{"find-delete-absolute", "Bash", map[string]any{"command": "find " + stateDir + " -delete"}},
+		{"sqlite3", "Bash", map[string]any{"command": "sqlite3 ../.lifecycle/state.db 'DELETE FROM items'"}},
+		{"python-rmtree", "Bash", map[string]any{"command": `python3 -c 'import shutil; shutil.rmtree("../.lifecycle")'`}},
+		{"walk-parent", "Bash", map[string]any{"command": "grep -r . .. > found.txt"}},
+		{"rm-parent", "Bash", map[string]any{"command": "rm -rf .."}},
+		{"the-cli", "Bash", map[string]any{"command": "lifecycle token --role human --session ses_p"}},
+		{"read-tool", "Read", map[string]any{"file_path": "../.lifecycle/human.key"}},
+	}
+	for _, at := range attacks {
+		a := submit(at.name, at.tool, at.args)
+		st := a["states"].(map[string]any)
+		d, _ := a["decision"].(map[string]any)
+		reason, _ := d["reason"].(map[string]any)
+		if st["permission"] != "deny" || st["outcome"] != "not_started" || reason["source"] != "hard_constraint" || reason["code"] != "protected_path" {
+			t.Errorf("%s: states %v, decision %v", at.name, st, d)
+		}
+	}
+	for name, b := range before {
+		if got, err := os.ReadFile(filepath.Join(stateDir, name)); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s changed: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "state.db")); err != nil {
+		t.Errorf("state.db: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "found.txt")); err == nil {
+		t.Error("a denied command ran")
 	}
 }

@@ -16,18 +16,23 @@ import (
 	"github.com/openprogram/lifecycle/shared/ids"
 )
 
-var testKey = []byte("0123456789abcdef0123456789abcdef")
+// testKey is the human key (sign signs with it); agentKey the agent key.
+var (
+	testKey  = []byte("0123456789abcdef0123456789abcdef")
+	agentKey = []byte("agent-key-agent-key-agent-key-ag")
+	testKeys = auth.Keys{Agent: agentKey, Human: testKey}
+)
 
 func TestIssueVerify(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	iss, err := auth.NewIssuer(testKey, auth.WithClock(func() time.Time { return now }))
+	iss, err := auth.NewIssuer(testKeys, auth.WithClock(func() time.Time { return now }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := auth.NewIssuer([]byte("another-key-another-key-another-k"), auth.WithClock(func() time.Time { return now }))
-	otherAud, _ := auth.NewIssuer(testKey, auth.WithAudience("elsewhere"), auth.WithClock(func() time.Time { return now }))
-	otherIss, _ := auth.NewIssuer(testKey, auth.WithIssuer("someone"), auth.WithClock(func() time.Time { return now }))
-	later, _ := auth.NewIssuer(testKey, auth.WithClock(func() time.Time { return now.Add(2 * time.Hour) }))
+	other, _ := auth.NewIssuer(auth.Keys{Agent: agentKey, Human: []byte("another-key-another-key-another-k")}, auth.WithClock(func() time.Time { return now }))
+	otherAud, _ := auth.NewIssuer(testKeys, auth.WithAudience("elsewhere"), auth.WithClock(func() time.Time { return now }))
+	otherIss, _ := auth.NewIssuer(testKeys, auth.WithIssuer("someone"), auth.WithClock(func() time.Time { return now }))
+	later, _ := auth.NewIssuer(testKeys, auth.WithClock(func() time.Time { return now.Add(2 * time.Hour) }))
 
 	good, err := iss.Issue(auth.RoleHuman, "ses_1", time.Hour)
 	if err != nil {
@@ -39,6 +44,13 @@ func TestIssueVerify(t *testing.T) {
 	hs512, _ := jwt.NewWithClaims(jwt.SigningMethodHS512, jwt.MapClaims{"sub": "x", "role": "admin", "iss": auth.DefaultIssuer,
 		"aud": auth.DefaultAudience, "exp": now.Add(time.Hour).Unix()}).SignedString(testKey)
 	badRole := sign(t, jwt.MapClaims{"sub": "x", "role": "system", "sid": "ses_1", "iss": auth.DefaultIssuer, "aud": auth.DefaultAudience, "exp": now.Add(time.Hour).Unix()})
+	// A token signed with the agent key that claims a human (or admin) role:
+	// what anyone holding the agent key could forge.
+	forgedHuman, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "human:ses_1", "role": "human", "sid": "ses_1",
+		"iss": auth.DefaultIssuer, "aud": auth.DefaultAudience, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()}).SignedString(agentKey)
+	forgedAdmin, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "admin", "role": "admin",
+		"iss": auth.DefaultIssuer, "aud": auth.DefaultAudience, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()}).SignedString(agentKey)
+	agentOnly, _ := auth.NewIssuer(auth.Keys{Agent: agentKey}, auth.WithClock(func() time.Time { return now }))
 	agentNoSession := sign(t, jwt.MapClaims{"sub": "x", "role": "agent", "iss": auth.DefaultIssuer, "aud": auth.DefaultAudience, "exp": now.Add(time.Hour).Unix()})
 
 	cases := []struct {
@@ -58,6 +70,9 @@ func TestIssueVerify(t *testing.T) {
 		{"unknown role", iss, badRole, false},
 		{"agent without session", iss, agentNoSession, false},
 		{"garbage", iss, "not.a.token", false},
+		{"agent key claiming human", iss, forgedHuman, false},
+		{"agent key claiming admin", iss, forgedAdmin, false},
+		{"human token at an issuer without the human key", agentOnly, good, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -90,7 +105,7 @@ func sign(t *testing.T, c jwt.MapClaims) string {
 }
 
 func TestIssueRefusesBadClaims(t *testing.T) {
-	iss, _ := auth.NewIssuer(testKey)
+	iss, _ := auth.NewIssuer(testKeys)
 	cases := []struct {
 		name    string
 		role    string
@@ -109,13 +124,29 @@ func TestIssueRefusesBadClaims(t *testing.T) {
 			}
 		})
 	}
-	if _, err := auth.NewIssuer([]byte("short")); err == nil {
-		t.Fatal("accepted a short key")
+	for name, keys := range map[string]auth.Keys{
+		"short agent key":     {Agent: []byte("short")},
+		"short human key":     {Agent: agentKey, Human: []byte("short")},
+		"one key for both":    {Agent: testKey, Human: testKey},
+		"no agent key at all": {Human: testKey},
+	} {
+		if _, err := auth.NewIssuer(keys); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	agentOnly, _ := auth.NewIssuer(auth.Keys{Agent: agentKey})
+	for _, role := range []string{auth.RoleHuman, auth.RoleAdmin} {
+		if tok, err := agentOnly.Issue(role, "ses_1", time.Hour); err == nil {
+			t.Errorf("an issuer with only the agent key issued a %s token: %s", role, tok)
+		}
+	}
+	if _, err := agentOnly.Issue(auth.RoleAgent, "ses_1", time.Hour); err != nil {
+		t.Errorf("agent token: %v", err)
 	}
 }
 
 func TestAuthenticateHeaders(t *testing.T) {
-	iss, _ := auth.NewIssuer(testKey)
+	iss, _ := auth.NewIssuer(testKeys)
 	tok, _ := iss.Issue(auth.RoleAgent, "ses_1", time.Hour)
 	cases := []struct {
 		name       string
@@ -247,5 +278,41 @@ func TestGatewayClaims(t *testing.T) {
 				t.Fatalf("got %+v %v", p, err)
 			}
 		})
+	}
+}
+
+func TestKeysAreSeparateAndTight(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	keys, err := auth.LoadOrCreateKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(keys.Agent) == string(keys.Human) {
+		t.Fatal("one key for agents and humans")
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir mode %v %v", fi.Mode().Perm(), err)
+	}
+	for _, name := range []string{auth.KeyFile, auth.HumanKeyFile} {
+		if err := os.Chmod(filepath.Join(dir, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed, err := auth.TightenKeyFiles(dir)
+	if err != nil || len(changed) != 2 {
+		t.Fatalf("tightened %v, %v", changed, err)
+	}
+	for _, name := range []string{auth.KeyFile, auth.HumanKeyFile} {
+		if fi, _ := os.Stat(filepath.Join(dir, name)); fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s mode %v", name, fi.Mode().Perm())
+		}
+	}
+	if changed, _ := auth.TightenKeyFiles(dir); len(changed) != 0 {
+		t.Fatalf("tightened again: %v", changed)
+	}
+	again, err := auth.LoadOrCreateKeys(dir)
+	if err != nil || string(again.Human) != string(keys.Human) || string(again.Agent) != string(keys.Agent) {
+		t.Fatalf("reload: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,9 +31,14 @@ type Claims struct {
 	jwt.RegisteredClaims
 }
 
-// Issuer issues and verifies HS256 tokens with one key.
+// Issuer issues and verifies HS256 tokens: agent tokens with the agent
+// key, human and admin tokens with the human key. The key is chosen by the
+// role the token claims and the signature must verify under it, so a token
+// signed with the agent key that claims "human" is refused: holding the
+// agent key (agent runners, a tool configuration) never yields a human.
 type Issuer struct {
-	key      []byte
+	agentKey []byte
+	humanKey []byte
 	issuer   string
 	audience string
 	now      func() time.Time
@@ -50,12 +56,25 @@ func WithAudience(aud string) Option { return func(i *Issuer) { i.audience = aud
 // WithClock replaces time (tests).
 func WithClock(now func() time.Time) Option { return func(i *Issuer) { i.now = now } }
 
-// NewIssuer returns an Issuer over key (at least MinKeyBytes).
-func NewIssuer(key []byte, opts ...Option) (*Issuer, error) {
-	if len(key) < MinKeyBytes {
-		return nil, fmt.Errorf("auth: signing key of %d bytes, need at least %d", len(key), MinKeyBytes)
+// NewIssuer returns an Issuer over keys: the agent key is required, the
+// human key optional (without it the issuer neither issues nor accepts
+// human and admin tokens). Each is at least MinKeyBytes, and they differ.
+func NewIssuer(keys Keys, opts ...Option) (*Issuer, error) {
+	if len(keys.Agent) < MinKeyBytes {
+		return nil, fmt.Errorf("auth: agent signing key of %d bytes, need at least %d", len(keys.Agent), MinKeyBytes)
 	}
-	i := &Issuer{key: append([]byte(nil), key...), issuer: DefaultIssuer, audience: DefaultAudience, now: time.Now}
+	if keys.Human != nil {
+		if len(keys.Human) < MinKeyBytes {
+			return nil, fmt.Errorf("auth: human signing key of %d bytes, need at least %d", len(keys.Human), MinKeyBytes)
+		}
+		if hmac.Equal(keys.Human, keys.Agent) {
+			return nil, errors.New("auth: the human signing key must differ from the agent key")
+		}
+	}
+	i := &Issuer{agentKey: append([]byte(nil), keys.Agent...), issuer: DefaultIssuer, audience: DefaultAudience, now: time.Now}
+	if keys.Human != nil {
+		i.humanKey = append([]byte(nil), keys.Human...)
+	}
 	for _, o := range opts {
 		o(i)
 	}
@@ -86,7 +105,11 @@ func (i *Issuer) IssueSubject(subject, role string, session ids.SessionID, ttl t
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)), ID: ids.New("tok"),
 	}}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(i.key)
+	key, err := i.keyFor(role)
+	if err != nil {
+		return "", err
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(key)
 	if err != nil {
 		return "", fmt.Errorf("auth: sign token: %w", err)
 	}
@@ -97,7 +120,13 @@ func (i *Issuer) IssueSubject(subject, role string, session ids.SessionID, ttl t
 // expiry (required), and returns its principal (origin "api").
 func (i *Issuer) Verify(token string) (actionflow.Principal, error) {
 	var c Claims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return i.key, nil },
+	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		claimed, _ := t.Claims.(*Claims)
+		if claimed == nil {
+			return nil, errors.New("no claims")
+		}
+		return i.keyFor(claimed.Role)
+	},
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithIssuer(i.issuer), jwt.WithAudience(i.audience),
 		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(30*time.Second),
@@ -109,6 +138,20 @@ func (i *Issuer) Verify(token string) (actionflow.Principal, error) {
 		return actionflow.Principal{}, &UnauthenticatedError{Msg: err.Error()}
 	}
 	return actionflow.Principal{Subject: c.Subject, Role: c.Role, Session: ids.SessionID(c.Session), Origin: OriginAPI}, nil
+}
+
+// keyFor is the key that signs and verifies tokens of role.
+func (i *Issuer) keyFor(role string) ([]byte, error) {
+	switch role {
+	case RoleAgent:
+		return i.agentKey, nil
+	case RoleHuman, RoleAdmin:
+		if i.humanKey == nil {
+			return nil, fmt.Errorf("auth: this issuer holds no human key, so it neither issues nor accepts %s tokens", role)
+		}
+		return i.humanKey, nil
+	}
+	return nil, fmt.Errorf("auth: role %q is not agent, human or admin", role)
 }
 
 // Authenticate reads "Authorization: Bearer <token>" and verifies it. The

@@ -57,8 +57,9 @@ func TestDecisionsCarryReasonsAndVersion(t *testing.T) {
 		want        lifecycle.Permission
 	}{
 		{"allowed echo", `{"command":"echo ok"}`, true, lifecycle.PermissionAllow},
-		{"dangerous suffix is not allowed by the echo rule", `{"command":"echo ok && rm -rf ~"}`, true, lifecycle.PermissionAsk},
-		{"noninteractive never asks", `{"command":"echo ok && rm -rf ~"}`, false, lifecycle.PermissionDeny},
+		{"dangerous suffix is not allowed by the echo rule", `{"command":"echo ok && rm -rf /srv/www"}`, true, lifecycle.PermissionAsk},
+		{"noninteractive never asks", `{"command":"echo ok && rm -rf /srv/www"}`, false, lifecycle.PermissionDeny},
+		{"deleting the home directory is a protected-path denial", `{"command":"echo ok && rm -rf ~"}`, true, lifecycle.PermissionDeny},
 		{"explicit deny", `{"command":"git push --force origin main"}`, true, lifecycle.PermissionDeny},
 	}
 	for _, tc := range cases {

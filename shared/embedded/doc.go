@@ -10,6 +10,14 @@
 // failed machine and on a ticker (the EventBridge schedule's stand-in), and
 // the orderly shutdown's cooperative pause at Close.
 //
+// The state directory (state.db, blobs, the signing keys of `lifecycle
+// serve`) defaults to DefaultStateDir(workspace):
+// $XDG_STATE_HOME/openprogram-lifecycle/<workspace name>-<hash of its
+// path>, outside the workspace and its parent. Start creates it 0700 and
+// tightens a looser one (logged), and refuses a state directory that is,
+// contains or lies inside the workspace the host worker runs tools in
+// (CheckStateDir).
+//
 // It is what `lifecycle serve` (make run), the end-to-end tests and the
 // benchmarks run. A killed process leaves everything durable in the state
 // directory; Start on the same directory resumes executions where they were.

@@ -37,7 +37,9 @@ const StateMachineName = "action-lifecycle"
 
 // Config configures the embedded stack.
 type Config struct {
-	// StateDir holds state.db and blobs/ (default ./.lifecycle).
+	// StateDir holds state.db and blobs/ (created 0700; default
+	// DefaultStateDir(Workspace), outside the workspace and its parent). A
+	// state directory that overlaps the workspace is refused (CheckStateDir).
 	StateDir string
 	// Workspace is where the host worker runs host tools (default ./workspace).
 	// Empty with NoHostWorker set: no host worker.
@@ -123,19 +125,42 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.Decider == nil && cfg.NewDecider == nil {
 		return nil, errors.New("embedded: Config.Decider or Config.NewDecider is required")
 	}
-	if cfg.StateDir == "" {
-		cfg.StateDir = ".lifecycle"
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.StateDir == "" {
+		ws := cfg.Workspace
+		if ws == "" {
+			ws = "workspace"
+		}
+		d, err := DefaultStateDir(ws)
+		if err != nil {
+			return nil, err
+		}
+		cfg.StateDir = d
+	}
+	if cfg.Workspace != "" && !cfg.NoHostWorker {
+		warning, err := CheckStateDir(cfg.StateDir, cfg.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		if warning != "" {
+			cfg.Logger.Warn(warning, "state_dir", cfg.StateDir, "workspace", cfg.Workspace)
+		}
 	}
 	s := &Stack{log: cfg.Logger, hostWake: make(chan struct{}, 1), failedMachines: make(chan sfnlocal.StatusChangeEvent, 256),
 		Attempt: ids.NewAttemptID()}
 	if cfg.Store != nil {
 		s.Store = cfg.Store
 	} else {
-		if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
-			return nil, fmt.Errorf("state dir: %w", err)
+		// 0700: the state holds the signing keys, the policies and every
+		// tool's arguments and output; no other user reads it.
+		was, err := SecureStateDir(cfg.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		if was != 0 {
+			cfg.Logger.Warn("the state directory was readable by other users; tightened it to 0700", "state_dir", cfg.StateDir, "was", fmt.Sprintf("%04o", was))
 		}
 		// One process per state directory: two engines resuming the same
 		// executions would race each other, and the item cache below

@@ -165,9 +165,12 @@ func TestCrossSessionAndCrossRoleRefused(t *testing.T) {
 func TestUnauthenticatedWritesNothing(t *testing.T) {
 	s := newStack(t)
 	v := seedVictim(t, s)
-	forger, _ := auth.NewIssuer([]byte("forged-key-forged-key-forged-key-!!"))
+	forger, _ := auth.NewIssuer(auth.Keys{Agent: []byte("forged-agent-key-forged-agent-key!!"), Human: []byte("forged-key-forged-key-forged-key-!!")})
 	forged, _ := forger.Issue(auth.RoleAdmin, "", time.Hour)
-	for _, tok := range []struct{ name, token string }{{"none", ""}, {"garbage", "abc.def.ghi"}, {"other key", forged}} {
+	// Signed with the stack's agent key, claiming admin: the agent key never mints a human or admin.
+	agentKeyForger, _ := auth.NewIssuer(auth.Keys{Agent: []byte("unrelated-key-unrelated-key-unrelated"), Human: []byte("agent-key-agent-key-agent-key-agent")})
+	agentSigned, _ := agentKeyForger.Issue(auth.RoleAdmin, "", time.Hour)
+	for _, tok := range []struct{ name, token string }{{"none", ""}, {"garbage", "abc.def.ghi"}, {"other key", forged}, {"agent key claiming admin", agentSigned}} {
 		for _, a := range attempts(v) {
 			t.Run(tok.name+"/"+a.route, func(t *testing.T) {
 				r := a.req

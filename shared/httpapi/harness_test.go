@@ -201,7 +201,7 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 		sq.Close()
 		t.Fatal(err)
 	}
-	issuer, err := auth.NewIssuer([]byte("test-key-test-key-test-key-test-key"))
+	issuer, err := auth.NewIssuer(auth.Keys{Agent: []byte("agent-key-agent-key-agent-key-agent"), Human: []byte("test-key-test-key-test-key-test-key")})
 	if err != nil {
 		t.Fatal(err)
 	}

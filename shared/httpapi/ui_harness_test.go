@@ -122,7 +122,7 @@ func newUIStack(t *testing.T, opts ...func(*httpapi.Config)) *uiStack {
 
 func newIssuer(t *testing.T) *auth.Issuer {
 	t.Helper()
-	issuer, err := auth.NewIssuer([]byte("test-key-test-key-test-key-test-key"))
+	issuer, err := auth.NewIssuer(auth.Keys{Agent: []byte("agent-key-agent-key-agent-key-agent"), Human: []byte("test-key-test-key-test-key-test-key")})
 	if err != nil {
 		t.Fatal(err)
 	}

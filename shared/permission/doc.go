@@ -12,7 +12,7 @@
 //
 // # Precedence
 //
-// Hard constraints (and Config.ProtectedPaths) > owner restrictions >
+// Hard constraints (and the protected paths) > owner restrictions >
 // plan mode > deny rules > grants > unanalysable input > ask rules > allow
 // rules > the mode's defaults > automatic review (auto mode). Deny beats ask
 // beats allow. Hard constraints, restrictions and deny rules are never turned
@@ -24,6 +24,28 @@
 // mode, analysis, classifier, counter, approval, revalidation, visibility),
 // Code the specific case, Rule the rule text, Command the part of a Bash
 // program concerned, Detail a sentence for the model and the UI.
+//
+// # Protected paths
+//
+// Config.ProtectedPaths (the service's state directory and keys) and
+// Config.CredentialStores (DefaultCredentialStores: ~/.ssh, ~/.aws,
+// ~/.config/gcloud, ~/.kube, ~/.netrc, ...) are never read, written,
+// deleted or listed, by any tool through any program (protect.go): a file
+// tool whose path is at or below one (or, for Glob, Grep and LS, above
+// one); a Bash word or a piece of one ("--in=P", "if=P", "@P", a path in
+// inline code, a here-document, a for-list) that resolves to one from any
+// directory the program may be in; a walking program (find, grep -r, rg,
+// du, ls -R, tar, cp -r, rm -r, mv, git, ...) started above one; the
+// service's own CLI (lifecycle); a command that prints a stored credential
+// (gh auth token, git credential fill, ...). Each is a hard-constraint
+// denial (CodeProtectedPath) that no rule, grant, mode, approval or
+// fallback lifts. A call that might reach one without naming it (a
+// computed word, inline interpreter code or a script, a shell reading
+// stdin, xargs, a glob whose static part may expand into one, an unknown
+// cd) is never allowed: CodeUnverifiable, asked of an interactive owner
+// and denied otherwise. Programs that run project code (make, go test,
+// ./script) are judged by their command line only: what the code does
+// is the host sandbox's to contain.
 //
 // # Bash
 //

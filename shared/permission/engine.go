@@ -39,18 +39,25 @@ type Config struct {
 	Thresholds Thresholds
 	// ReviewTimeout bounds one classifier review; zero means 30 seconds.
 	ReviewTimeout time.Duration
-	// ProtectedPaths are absolute paths the model must never write (the
-	// policy file, the service's state): writes at or below them are
-	// hard-constraint denials, whatever the policy says.
+	// ProtectedPaths are paths no call may read, write, delete or list,
+	// through any tool or program (the service's state directory, its
+	// keys): absolute, or "~/..." under the trusted context's home. A call
+	// that names one (or walks a directory above it) is a hard-constraint
+	// denial nothing lifts; a call that might reach one without naming it
+	// (computed words, inline interpreter code, a shell reading stdin) is
+	// never allowed (CodeUnverifiable). See protect.go.
 	ProtectedPaths []string
+	// CredentialStores are protected like ProtectedPaths. Nil means
+	// DefaultCredentialStores(); an empty, non-nil slice protects none.
+	CredentialStores []string
 }
 
 // Engine decides permissions. It keeps no cache of decisions: every
 // Decide and Revalidate judges the exact call against the policy it is
 // given. It is safe for concurrent use.
 type Engine struct {
-	cfg       Config
-	protected []Rule
+	cfg     Config
+	protect *protector
 }
 
 // NewEngine checks cfg and builds an engine.
@@ -70,21 +77,15 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.ReviewTimeout <= 0 {
 		cfg.ReviewTimeout = 30 * time.Second
 	}
-	e := &Engine{cfg: cfg}
-	for _, p := range cfg.ProtectedPaths {
-		if !path.IsAbs(p) {
-			return nil, fmt.Errorf("permission engine: protected path %q is not absolute", p)
-		}
-		clean := escapeMeta(path.Clean(p))
-		for _, text := range []string{"Edit(/" + clean + ")", "Edit(/" + strings.TrimSuffix(clean, "/") + "/**)"} {
-			r, err := ParseRule(text)
-			if err != nil {
-				return nil, fmt.Errorf("permission engine: protected path %q: %w", p, err)
-			}
-			e.protected = append(e.protected, r)
-		}
+	creds := cfg.CredentialStores
+	if creds == nil {
+		creds = DefaultCredentialStores()
 	}
-	return e, nil
+	prot, err := newProtector(cfg.ProtectedPaths, creds)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, protect: prot}, nil
 }
 
 // evalCtx is one prepared request.
@@ -208,7 +209,7 @@ func (e *Engine) evaluate(x *evalCtx) result {
 		code  Code
 	}{
 		{pol.HardConstraints, SourceHardConstraint, CodeHardConstraint},
-		{e.protected, SourceHardConstraint, CodeProtectedPath},
+		{nil, SourceHardConstraint, CodeProtectedPath}, // protected paths (protect.go), in their place
 		{pol.Restrictions, SourceRestriction, CodeRestriction},
 		{nil, SourceMode, CodePlanMode}, // plan mode, in its place
 		{pol.Deny, SourceDenyRule, CodeDenyRule},
@@ -218,6 +219,15 @@ func (e *Engine) evaluate(x *evalCtx) result {
 			if pol.Mode == ModePlan && !x.readOnly() {
 				return result{outDeny, Reason{Source: SourceMode, Code: CodePlanMode,
 					Detail: "plan mode allows only read-only operations; this call may change something"}}
+			}
+			continue
+		}
+		if l.code == CodeProtectedPath {
+			if t, ok := e.protectedTouch(x); ok && !t.possible {
+				return result{outDeny, protectReason(t)}
+			} else if ok && unverified == nil {
+				r := protectReason(t)
+				unverified = &r
 			}
 			continue
 		}

@@ -32,8 +32,8 @@ func autoEngine(t testing.TB, st *sqlitestore.Store, c permission.Classifier) *p
 }
 
 const (
-	blocked = "rm -rf ~"      // riskreview blocks it
-	allowed = "go test ./..." // riskreview proves it safe
+	blocked = "rm -rf /srv/data" // riskreview blocks it
+	allowed = "go test ./..."    // riskreview proves it safe
 )
 
 type step struct {
@@ -307,7 +307,7 @@ func TestClassifierInputAndPrecedence(t *testing.T) {
 	tr := trusted(true)
 	tr.Restrictions = []string{"never touch the production database"}
 
-	long := strings.Repeat("echo benign; ", 50*1024/13) + "rm -rf ~/"
+	long := strings.Repeat("echo benign; ", 50*1024/13) + "rm -rf /srv/data/"
 	d, err := e.Decide(ctx, permission.Request{Trusted: tr, Call: bashCall(long), Policy: p})
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestClassifierInputAndPrecedence(t *testing.T) {
 		t.Fatalf("50 KB with a dangerous tail: %+v", d.Reason)
 	}
 	in := seen[0]
-	if !strings.Contains(string(in.Args), "rm -rf ~/") || in.Trusted.WorkingDir != root || in.Trusted.Restrictions[0] != tr.Restrictions[0] || in.ArgsDigest != d.ArgsDigest {
+	if !strings.Contains(string(in.Args), "rm -rf /srv/data/") || in.Trusted.WorkingDir != root || in.Trusted.Restrictions[0] != tr.Restrictions[0] || in.ArgsDigest != d.ArgsDigest {
 		t.Errorf("review input is not the complete operation with its trusted context")
 	}
 

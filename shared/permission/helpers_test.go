@@ -16,6 +16,9 @@ import (
 const (
 	root = "/work/proj"
 	home = "/home/dev"
+	// state is the service's state directory next to the project (the
+	// layout of issue 21: "cat ../.lifecycle/auth.key").
+	state = "/work/.lifecycle"
 )
 
 // policy builds a policy document from a mode and "list: rule" lines.

@@ -14,14 +14,26 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openprogram/lifecycle/shared/apiclient"
+	"github.com/openprogram/lifecycle/shared/embedded"
 	"github.com/openprogram/lifecycle/shared/ids"
 )
 
 // DefaultAPI is where `lifecycle serve` listens by default.
 const DefaultAPI = "http://127.0.0.1:8080"
 
-// DefaultStateDir is where `lifecycle serve` keeps its state (and the token key).
-const DefaultStateDir = ".lifecycle"
+// DefaultWorkspace is where `lifecycle serve` runs host tools by default.
+const DefaultWorkspace = "workspace"
+
+// StateDir is the state directory `lifecycle serve` uses: stateDir when
+// given, otherwise the default for the workspace
+// (embedded.DefaultStateDir: under $XDG_STATE_HOME, outside the workspace
+// and its parent). serve and token agree on it from the same workspace.
+func StateDir(stateDir, workspace string) (string, error) {
+	if stateDir != "" {
+		return filepath.Abs(stateDir)
+	}
+	return embedded.DefaultStateDir(workspace)
+}
 
 // options are the flags every client command shares.
 type options struct {

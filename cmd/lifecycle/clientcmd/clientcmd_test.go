@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -77,11 +78,11 @@ func TestClientCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := auth.LoadOrCreateKey(dir)
+	keys, err := auth.LoadOrCreateKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, _ := auth.NewIssuer(key)
+	iss, _ := auth.NewIssuer(keys)
 	h, err := httpapi.New(httpapi.Config{Service: svc, Auth: iss, Logger: quiet, NoUI: true})
 	if err != nil {
 		t.Fatal(err)
@@ -89,10 +90,17 @@ func TestClientCommands(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	// token: issued with the key kept under the state directory.
+	// token: issued with the keys kept under the state directory, a human
+	// one after a confirmation on the terminal.
+	tty := &fakeTerminal{in: strings.NewReader("yes\n")}
+	restore := clientcmd.SetTerminal(func() (io.ReadWriteCloser, error) { return tty, nil })
 	out, err := run(t, "token", "--role", "human", "--session", "ses_cli", "--state-dir", dir)
+	restore()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(tty.out.String(), "Type yes to confirm") {
+		t.Fatalf("the terminal was not asked: %q", tty.out.String())
 	}
 	human := strings.TrimSpace(out)
 	if p, err := iss.Verify(human); err != nil || p.Role != "human" || p.Session != "ses_cli" {
@@ -159,5 +167,88 @@ func TestClientCommands(t *testing.T) {
 	agent, _ := iss.Issue("agent", "ses_cli", time.Hour)
 	if _, err := run(t, "--api", srv.URL, "--token", agent, "approve", string(w.ApprovalID), "--digest", v.ArgsDigest); err == nil {
 		t.Fatal("an agent approved")
+	}
+}
+
+// fakeTerminal stands in for /dev/tty.
+type fakeTerminal struct {
+	in  io.Reader
+	out bytes.Buffer
+}
+
+func (f *fakeTerminal) Read(p []byte) (int, error)  { return f.in.Read(p) }
+func (f *fakeTerminal) Write(p []byte) (int, error) { return f.out.Write(p) }
+func (f *fakeTerminal) Close() error                { return nil }
+
+// A human or admin token needs a confirmation on a terminal; an agent
+// token needs neither the terminal nor the human key.
+func TestTokenConfirmation(t *testing.T) {
+	cases := []struct {
+		name     string
+		role     string
+		terminal func() (io.ReadWriteCloser, error)
+		wantErr  string
+	}{
+		{"human without a terminal", "human", func() (io.ReadWriteCloser, error) { return nil, errors.New("open /dev/tty: no such device or address") }, "no terminal to confirm on"},
+		{"admin without a terminal", "admin", func() (io.ReadWriteCloser, error) { return nil, errors.New("open /dev/tty: no such device or address") }, "no terminal to confirm on"},
+		{"human, answered no", "human", func() (io.ReadWriteCloser, error) { return &fakeTerminal{in: strings.NewReader("no\n")}, nil }, "not confirmed"},
+		{"human, nothing typed", "human", func() (io.ReadWriteCloser, error) { return &fakeTerminal{in: strings.NewReader("")}, nil }, "no confirmation"},
+		{"human, confirmed", "human", func() (io.ReadWriteCloser, error) { return &fakeTerminal{in: strings.NewReader("yes\n")}, nil }, ""},
+		{"agent needs no terminal", "agent", func() (io.ReadWriteCloser, error) { return nil, errors.New("must not be asked") }, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			defer clientcmd.SetTerminal(tc.terminal)()
+			out, err := run(t, "token", "--role", tc.role, "--session", "ses_cli", "--state-dir", dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Count(out, ".") >= 2 {
+					t.Fatalf("err %v, out %q", err, out)
+				}
+				if _, err := os.Stat(filepath.Join(dir, auth.HumanKeyFile)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("the human key was read or made without a confirmation: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := auth.Keys{}
+			if keys.Agent, err = auth.LoadOrCreateKey(dir); err != nil {
+				t.Fatal(err)
+			}
+			if tc.role != "agent" {
+				keys.Human, _ = auth.LoadOrCreateHumanKey(dir)
+			}
+			iss, _ := auth.NewIssuer(keys)
+			if p, err := iss.Verify(strings.TrimSpace(out)); err != nil || p.Role != tc.role {
+				t.Fatalf("%+v %v", p, err)
+			}
+			if tc.role == "agent" {
+				if _, err := os.Stat(filepath.Join(dir, auth.HumanKeyFile)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatal("an agent token read the human key")
+				}
+			}
+		})
+	}
+}
+
+// token finds the state directory serve uses for the same workspace.
+func TestTokenDefaultStateDir(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("LIFECYCLE_STATE_DIR", "")
+	ws := filepath.Join(t.TempDir(), "workspace")
+	want, err := clientcmd.StateDir("", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "token", "--role", "agent", "--session", "ses_cli", "--workspace", ws); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(want, auth.KeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("agent key under %s: %v", want, err)
+	}
+	if fi, _ := os.Stat(want); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir mode %v", fi.Mode().Perm())
 	}
 }

@@ -25,20 +25,43 @@ import (
 )
 
 func tokenCmd(o *options) *cobra.Command {
-	var role, session, subject, stateDir string
+	var role, session, subject, stateDir, workspace string
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Issue an API token for a local `lifecycle serve` (key under the state directory)",
+		Short: "Issue an API token for a local `lifecycle serve` (keys under its state directory)",
+		Long: `token issues a token signed with the keys of a local ` + "`lifecycle serve`" + `: agent tokens with
+auth.key, human and admin tokens with human.key. A human or admin token can approve actions and
+change the policy, so it is issued only after you confirm on your terminal (/dev/tty); without a
+terminal it is refused. The state directory is the one serve uses for the same workspace
+(--state-dir or LIFECYCLE_STATE_DIR, else derived from --workspace, as serve derives it).`,
 		Example: "  lifecycle token --role human --session ses_1\n" +
 			"  export LIFECYCLE_TOKEN=$(lifecycle token --role agent --session ses_1)",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			key, err := auth.LoadOrCreateKey(stateDir)
+			if !auth.ValidRole(role) {
+				return fmt.Errorf("--role %q: want agent, human or admin", role)
+			}
+			dir, err := StateDir(stateDir, workspace)
 			if err != nil {
 				return err
 			}
-			iss, err := auth.NewIssuer(key)
+			keys := auth.Keys{}
+			if role == auth.RoleAgent {
+				// An agent token needs the agent key only; the human key is
+				// never read for it.
+				if keys.Agent, err = auth.LoadOrCreateKey(dir); err != nil {
+					return err
+				}
+			} else {
+				if err := confirmPrivileged(role, session); err != nil {
+					return err
+				}
+				if keys, err = auth.LoadOrCreateKeys(dir); err != nil {
+					return err
+				}
+			}
+			iss, err := auth.NewIssuer(keys)
 			if err != nil {
 				return err
 			}
@@ -56,10 +79,11 @@ func tokenCmd(o *options) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&role, "role", auth.RoleHuman, "agent, human or admin")
+	f.StringVar(&role, "role", auth.RoleHuman, "agent, human or admin (human and admin need a confirmation on your terminal)")
 	f.StringVar(&session, "session", "", "the session the token is scoped to (required except for admin)")
 	f.StringVar(&subject, "subject", "", "the principal's name (default <role>:<session>)")
-	f.StringVar(&stateDir, "state-dir", EnvOr("LIFECYCLE_STATE_DIR", DefaultStateDir), "state directory of `lifecycle serve` (env LIFECYCLE_STATE_DIR)")
+	f.StringVar(&stateDir, "state-dir", os.Getenv("LIFECYCLE_STATE_DIR"), "state directory of `lifecycle serve` (env LIFECYCLE_STATE_DIR; default: derived from --workspace)")
+	f.StringVar(&workspace, "workspace", EnvOr("LIFECYCLE_WORKSPACE", DefaultWorkspace), "the workspace `lifecycle serve` runs tools in (env LIFECYCLE_WORKSPACE), which names its default state directory")
 	f.DurationVar(&ttl, "ttl", 12*time.Hour, "lifetime")
 	return o.setup(cmd, false)
 }
@@ -437,6 +461,9 @@ func hostCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The tools inherit this process's environment; the worker's own
+			// token is not theirs to read.
+			os.Unsetenv("LIFECYCLE_TOKEN")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))

@@ -4,6 +4,14 @@
 // token, package auth with the key under the state directory). The
 // root command adds them with AddTo.
 //
+// token signs agent tokens with the agent key only and never reads the
+// human key for them; a human or admin token is issued only after the
+// person at the controlling terminal (/dev/tty, in its foreground) types
+// "yes", so a program without a terminal (an agent's Bash tool) cannot
+// mint one. The state directory is StateDir: --state-dir or
+// LIFECYCLE_STATE_DIR, else the default `lifecycle serve` derives from the
+// same workspace (embedded.DefaultStateDir).
+//
 // Output is for people by default and JSON with --json. The API address
 // and token come from --api/--token or LIFECYCLE_API/LIFECYCLE_TOKEN; the
 // session defaults to the one the token is scoped to.

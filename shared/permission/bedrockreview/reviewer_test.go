@@ -226,7 +226,7 @@ func TestEngineWithBedrock(t *testing.T) {
 	}
 	p := permission.MustParsePolicy(`{"version":"v3","mode":"auto"}`)
 	decide := func(id string) permission.Decision {
-		in := input("rm -rf ~")
+		in := input("rm -rf /srv/www")
 		d, err := e.Decide(ctx, permission.Request{Trusted: in.Trusted, Policy: p,
 			Call: permission.Call{ActionID: ids.ActionID("act_" + id), Tool: "Bash", Args: in.Args}})
 		if err != nil {
