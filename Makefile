@@ -77,11 +77,17 @@ N ?= 10000
 chaos:
 	CHAOS_N=$(N) $(GO) test -count=1 -run '^TestChaosBlackBox$$' -timeout 240m -v ./tests/chaos/
 
-## fuzz: a short fuzzing pass over the rule parser and the Bash analysis
+## fuzz: a short fuzzing pass over the rule parser, the Bash analysis and its program model, protected paths,
+## symbolic-link resolution, decisions under a deny policy and the auto-mode reviewer
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/
 	$(GO) test -run '^$$' -fuzz '^FuzzAnalyzeBash$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/bashscan/
+	$(GO) test -run '^$$' -fuzz '^FuzzBashProgramRule$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzProtectedPaths$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzPhysical$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecideBash$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzReviewBash$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./shared/permission/riskreview/
 
 clean:
-	rm -rf $(BUILD_DIR) .lifecycle infra/cdk.out
+	rm -rf $(BUILD_DIR) infra/cdk.out artifacts

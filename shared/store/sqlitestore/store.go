@@ -73,9 +73,6 @@ type writeReq struct {
 	items []store.Item
 }
 
-// DefaultPath is where `lifecycle serve` keeps its store unless told
-// otherwise, relative to the working directory.
-const DefaultPath = ".lifecycle/state.db"
 
 // Option configures Open.
 type Option func(*options)
