@@ -73,7 +73,6 @@ type writeReq struct {
 	items []store.Item
 }
 
-
 // Option configures Open.
 type Option func(*options)
 
