@@ -86,7 +86,9 @@ func TestBashRunsTheAnalysedProgram(t *testing.T) {
 		{name: "> inside (( )) compares numbers", command: "(( 2 > m ))", dashMarker: true},
 		{name: "((...)) is not a nested subshell", command: "((touch m))", unparsable: true, dashMarker: true},
 		{name: "ANSI-C quoting decodes the command name", command: `$'\x74ouch' m`, marker: true},
-		{name: "an alias defined on one line is not expanded on the next", command: "alias ls='touch m'\nls >/dev/null", dashMarker: true},
+		// The analysis also judges an alias's literal value (it would run
+		// wherever aliases are expanded), so it lists touch: conditional.
+		{name: "an alias defined on one line is not expanded on the next", command: "alias ls='touch m'\nls >/dev/null", conditional: true, dashMarker: true},
 	}
 	r := newRunner(t)
 	for _, c := range cases {
