@@ -102,6 +102,11 @@ type StartEvidence struct {
 	Fence     int64         `json:"fence"`
 	StartedAt time.Time     `json:"started_at"`
 	Executor  string        `json:"executor"`
+	// Process is the activation of the lifecycle process whose in-process
+	// host worker claimed the task (the embedded stack; empty for a remote
+	// worker). A later process knows from it that the worker died with its
+	// process and that no result can come.
+	Process ids.AttemptID `json:"process,omitempty"`
 }
 
 // HostTask is an authorized task published for a host worker.

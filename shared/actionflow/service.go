@@ -37,6 +37,11 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// InlineOutputBytes bounds output kept on the receipt; more goes to Blobs (default 8 KiB).
 	InlineOutputBytes int
+	// Process is this process's activation when host workers run inside it
+	// (the embedded stack): their claims carry it (HostStartLocal), so the
+	// next process can close a claim its predecessor's worker never
+	// finished (CloseAbandonedHost). Empty in Lambda.
+	Process ids.AttemptID
 	// Notify, if set, hears every event appended to a session log, after it
 	// is durable (in-process wake-ups for live streams; not a delivery path).
 	Notify func(Event)

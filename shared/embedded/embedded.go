@@ -191,6 +191,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,
 		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify, Clock: cfg.Clock,
+		// The in-process host worker's claims carry this activation, so the
+		// next process closes what this one's worker never finished.
+		Process: s.Attempt,
 	})
 	if err != nil {
 		ln.Close()

@@ -20,6 +20,10 @@ type Host interface {
 	Start(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (actionflow.Task, error)
 	// Result posts the attempt's result.
 	Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res actionflow.ToolResult) error
+	// Heartbeat says the attempt still runs the task (SendTaskHeartbeat of
+	// its dispatch wait); without it the lifecycle records the action
+	// unknown after the DispatchHost state's HeartbeatSeconds.
+	Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error
 }
 
 // Worker runs host tasks.
@@ -31,6 +35,9 @@ type Worker struct {
 	Poll time.Duration
 	// Parallel bounds concurrently running tasks (default 4).
 	Parallel int
+	// HeartbeatEvery is the heartbeat period of a running task (default
+	// actionflow.HostHeartbeatEvery, a third of DispatchHost's HeartbeatSeconds).
+	HeartbeatEvery time.Duration
 }
 
 // Run works until ctx is done.
@@ -117,7 +124,9 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 		return err
 	}
 	log = log.With("execution_id", task.ExecutionID, "tool", task.Tool)
+	stopBeat := w.heartbeat(ctx, log, id, attempt, task.Fence)
 	res, err := w.Runner.Run(ctx, task.Tool, task.Arguments)
+	stopBeat()
 	if err != nil {
 		res = actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "host_error", Error: err.Error()}
 	}
@@ -131,6 +140,38 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 	}
 	log.Info("host: task done", "outcome", res.Outcome)
 	return nil
+}
+
+// heartbeat heartbeats the task every HeartbeatEvery until the returned
+// stop is called (when the tool returned). A failed heartbeat is logged and
+// tried again at the next tick; the tool keeps running either way (killing
+// it would not undo what it did), and its result is posted as evidence.
+func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, id ids.ActionID, attempt ids.AttemptID, fence int64) (stop func()) {
+	every := w.HeartbeatEvery
+	if every <= 0 {
+		every = actionflow.HostHeartbeatEvery
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := w.Host.Heartbeat(bctx, id, attempt, fence); err != nil && bctx.Err() == nil {
+				log.Warn("host: heartbeat failed", "error", err)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // Direct is the Host of an in-process worker: the service itself.
@@ -169,8 +210,14 @@ func (d Direct) Tasks(ctx context.Context, wait time.Duration) ([]ids.ActionID, 
 	}
 }
 
+// Start claims for the worker inside this process (HostStartLocal): if the
+// process dies, the next one knows the worker died with it.
 func (d Direct) Start(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (actionflow.Task, error) {
-	return d.Service.HostStart(ctx, id, attempt)
+	return d.Service.HostStartLocal(ctx, id, attempt)
+}
+
+func (d Direct) Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error {
+	return d.Service.HostHeartbeat(ctx, id, attempt, fence)
 }
 
 func (d Direct) Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res actionflow.ToolResult) error {
