@@ -126,14 +126,17 @@ type Action struct {
 	Arguments   json.RawMessage `json:"arguments"`
 	ArgsDigest  string          `json:"args_digest"`
 	// RequestDigest binds the idempotency key to the submitted body.
-	RequestDigest string           `json:"request_digest"`
-	Interactive   bool             `json:"interactive"`
-	Origin        string           `json:"origin"` // principal that submitted it
-	States        lifecycle.States `json:"states"`
-	Decision      *Decision        `json:"decision,omitempty"`
-	ApprovalID    ids.ApprovalID   `json:"approval_id,omitempty"`
-	Start         *StartEvidence   `json:"start,omitempty"`
-	Host          *HostTask        `json:"host,omitempty"`
+	RequestDigest string `json:"request_digest"`
+	Interactive   bool   `json:"interactive"`
+	Origin        string `json:"origin"` // principal that submitted it
+	// Invalid is what prepare found wrong with the arguments: the action
+	// is refused at its first authorization, before any permission rule.
+	Invalid    *InvalidArguments `json:"invalid,omitempty"`
+	States     lifecycle.States  `json:"states"`
+	Decision   *Decision         `json:"decision,omitempty"`
+	ApprovalID ids.ApprovalID    `json:"approval_id,omitempty"`
+	Start      *StartEvidence    `json:"start,omitempty"`
+	Host       *HostTask         `json:"host,omitempty"`
 	// Result is the dispatch result as the owning attempt learned it (the
 	// sync executor's return, or the result a host worker posted), written
 	// by that attempt with its fence before the state machine hears of it,
