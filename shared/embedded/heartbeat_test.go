@@ -7,6 +7,8 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/embedded"
+	"github.com/openprogram/lifecycle/shared/hosttools"
+	"github.com/openprogram/lifecycle/shared/hostworker"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
@@ -137,5 +139,45 @@ func advance(clock *sfnlocal.FakeClock, d time.Duration) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// The host worker heartbeats while its tool runs: minutes of engine time
+// pass during one run (the fake clock races ahead of the tool), and the
+// result still counts. Without the worker's heartbeat the wait lapses and
+// the action ends unknown.
+func TestHostWorkerHeartbeatsWhileTheToolRuns(t *testing.T) {
+	ctx := context.Background()
+	clock := sfnlocal.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	ws := t.TempDir()
+	s := startWithPolicy(t, t.TempDir(), ws, `{"version":"v1","allow":["Bash(sleep *)"]}`, func(c *embedded.Config) {
+		c.EngineClock, c.Clock, c.SweepInterval = clock, clock.Now, -1
+	})
+	defer s.Close(ctx)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w := &hostworker.Worker{Host: hostworker.Direct{Service: s.Service}, Runner: hosttools.Runner{Workspace: ws},
+		Poll: 50 * time.Millisecond, HeartbeatEvery: 10 * time.Millisecond}
+	go func() {
+		defer close(done)
+		w.Run(wctx)
+	}()
+	defer func() { cancel(); <-done }()
+	a := submit(t, s, "Bash", `{"command":"sleep 2"}`)
+	waitFor(t, s, a.ActionID, func(a actionflow.Action) bool { return a.States.Started })
+	// 20 s of engine time every 100 ms while the tool sleeps 2 s: about
+	// 400 s pass, far beyond HeartbeatSeconds (60), during one run.
+	moved := time.Duration(0)
+	for !terminalNow(s, a.ActionID) {
+		time.Sleep(100 * time.Millisecond)
+		clock.Advance(20 * time.Second)
+		moved += 20 * time.Second
+		if moved > time.Hour {
+			t.Fatal("the action did not finish")
+		}
+	}
+	got, _ := s.Service.GetAction(ctx, a.ActionID)
+	if got.States.Outcome != lifecycle.OutcomeSucceeded || moved < 3*time.Minute {
+		t.Fatalf("after %s of engine time: %+v", moved, got.States)
 	}
 }

@@ -163,8 +163,17 @@ func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, id ids.ActionI
 				return
 			case <-t.C:
 			}
-			if err := w.Host.Heartbeat(bctx, id, attempt, fence); err != nil && bctx.Err() == nil {
-				log.Warn("host: heartbeat failed", "error", err)
+			err := w.Host.Heartbeat(bctx, id, attempt, fence)
+			var ce *actionflow.ConflictError
+			switch {
+			case err == nil || bctx.Err() != nil:
+			case errors.As(err, &ce):
+				// The lifecycle no longer waits (recorded unknown, stopped)
+				// or another attempt owns it: beating again changes nothing.
+				log.Warn("host: the lifecycle no longer waits for this task; its result is still posted as evidence", "error", err)
+				return
+			default:
+				log.Warn("host: heartbeat failed; trying again at the next beat", "error", err)
 			}
 		}
 	}()
