@@ -2,8 +2,10 @@
 // steps, each the body of one Lambda handler and one state of the state
 // machine (statemachines/action-lifecycle.asl.json):
 //
-//	Submit (API)     prepare: put the action intent once, start its execution (name = action id)
-//	Authorize        decide permission bound to action, execution, tool call, policy version, args digest
+//	Submit (API)     prepare: check the arguments (tool contract, workspace boundary), put the action
+//	                 intent once, start its execution (name = action id)
+//	Authorize        decide permission bound to action, execution, tool call, policy version, args digest;
+//	                 arguments prepare found invalid are refused first, before the permission engine
 //	ApprovalStep     store the task token on a fresh pending approval (await) / record expiry (expire)
 //	DecideApproval   (API) a human's decision, applied exactly once, completes the wait
 //	Authorize        revalidate after the approval, immediately before dispatch
