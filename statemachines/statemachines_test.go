@@ -82,6 +82,9 @@ func TestEveryErrorNameExistsInTheCode(t *testing.T) {
 // Dispatch may be retried only on errors proven to occur before start
 // evidence (NotStartedError) or on the Lambda service's own failures, which
 // a re-invoked dispatch turns into "unknown" instead of a second execution.
+// DispatchHost also retries a missed heartbeat, for the same reason: the
+// re-invoked publish answers a started task unknown at once, and only an
+// unclaimed one is published again.
 func TestDispatchRetriesOnlyWhatIsSafe(t *testing.T) {
 	safe := map[string]bool{"NotStartedError": true, "Lambda.ServiceException": true, "Lambda.AWSLambdaException": true,
 		"Lambda.SdkClientException": true, "Lambda.TooManyRequestsException": true}
@@ -95,11 +98,57 @@ func TestDispatchRetriesOnlyWhatIsSafe(t *testing.T) {
 			var r rule
 			json.Unmarshal(raw, &r)
 			for _, e := range r.ErrorEquals {
-				if !safe[e] {
+				if !safe[e] && (name != "DispatchHost" || e != "States.HeartbeatTimeout") {
 					t.Errorf("%s retries on %s, which may follow a started operation", name, e)
 				}
 			}
 		}
+	}
+}
+
+// A host worker heartbeats every actionflow.HostHeartbeatEvery; the
+// DispatchHost wait must tolerate one lost heartbeat (at least three
+// periods), notice a dead worker in minutes (well under its one-hour
+// timeout), and neither retry States.Timeout (the hour is over) nor leave a
+// missed heartbeat uncaught.
+func TestDispatchHostHeartbeat(t *testing.T) {
+	var def struct {
+		States map[string]struct {
+			TimeoutSeconds   int64             `json:"TimeoutSeconds"`
+			HeartbeatSeconds int64             `json:"HeartbeatSeconds"`
+			Retry            []json.RawMessage `json:"Retry"`
+		} `json:"States"`
+	}
+	if err := json.Unmarshal(ActionLifecycle, &def); err != nil {
+		t.Fatal(err)
+	}
+	st := def.States["DispatchHost"]
+	every := int64(actionflow.HostHeartbeatEvery.Seconds())
+	if st.HeartbeatSeconds < 3*every || st.HeartbeatSeconds > 300 || st.HeartbeatSeconds >= st.TimeoutSeconds {
+		t.Fatalf("DispatchHost HeartbeatSeconds %d: want 3x the worker's %d s heartbeat, at most 5 minutes, under TimeoutSeconds %d",
+			st.HeartbeatSeconds, every, st.TimeoutSeconds)
+	}
+	retried := false
+	for _, raw := range st.Retry {
+		var r struct {
+			ErrorEquals []string `json:"ErrorEquals"`
+			MaxAttempts int64    `json:"MaxAttempts"`
+		}
+		json.Unmarshal(raw, &r)
+		for _, e := range r.ErrorEquals {
+			switch e {
+			case "States.HeartbeatTimeout":
+				retried = true
+				if total := r.MaxAttempts * st.HeartbeatSeconds; total < st.TimeoutSeconds/2 || total > 2*st.TimeoutSeconds {
+					t.Errorf("%d heartbeat retries of %d s wait %d s for a worker; want about TimeoutSeconds (%d)", r.MaxAttempts, st.HeartbeatSeconds, total, st.TimeoutSeconds)
+				}
+			case "States.Timeout", "States.ALL":
+				t.Errorf("DispatchHost retries %s", e)
+			}
+		}
+	}
+	if !retried {
+		t.Error("DispatchHost does not retry States.HeartbeatTimeout: an unclaimed task would end not_started after one minute without a worker")
 	}
 }
 

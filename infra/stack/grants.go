@@ -33,7 +33,9 @@ var tableActions = []string{
 // sendTaskActions have no resource-level permissions in IAM: the task token
 // is the capability, and IAM only accepts Resource "*" for them. They are
 // the only lifecycle actions granted on "*" (the api function completes
-// approval waits and host tasks with them).
+// approval waits and host tasks with them and relays host heartbeats; the
+// dispatch function gets SendTaskSuccess alone, to answer a host wait
+// published again over a started task).
 var sendTaskActions = []string{
 	"states:SendTaskSuccess",
 	"states:SendTaskFailure",

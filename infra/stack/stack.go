@@ -105,6 +105,9 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 		env(map[string]string{EnvToolFunctionARNs: strings.Join(cfg.ToolFunctionARNs, ",")}), nil)
 	grantTable(fns[FnDispatch].role, table)
 	grantObjects(fns[FnDispatch].role, bucket, "s3:PutObject")
+	// A DispatchHost wait published again over a started task (its worker
+	// missed the heartbeat) is answered at once, unknown, by dispatch.
+	fns[FnDispatch].role.AddToPrincipalPolicy(statement([]string{"states:SendTaskSuccess"}, jsii.String("*")))
 	if len(cfg.ToolFunctionARNs) > 0 {
 		var tools []*string
 		for _, arn := range cfg.ToolFunctionARNs {

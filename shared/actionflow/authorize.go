@@ -127,6 +127,11 @@ func (s *Service) route(tool string) (string, bool) {
 // an action admitted before the pause that a human then approves is the
 // "current action" that may finish (cancellation does gate it).
 func (s *Service) decideInitial(ctx context.Context, a Action) (Decision, error) {
+	if a.Invalid != nil {
+		// Found at prepare: the permission engine is not asked, so no rule,
+		// grant, mode or approval can lift it.
+		return invalidDecision(a.Invalid), nil
+	}
 	exe, err := s.GetExecution(ctx, a.ExecutionID)
 	if err != nil {
 		return Decision{}, err

@@ -54,8 +54,9 @@ func alreadyDispatched(a Action) ToolResult {
 }
 
 // claim takes the attempt lease and writes start evidence (a fenced owner
-// write). It returns the started action and its task.
-func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, kind string) (Action, Task, error) {
+// write). It returns the started action and its task. process is the
+// activation of the process whose in-process worker claims (or "").
+func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, kind string, process ids.AttemptID) (Action, Task, error) {
 	if a.States.Permission != lifecycle.PermissionAllow {
 		return a, Task{}, &PermanentError{Code: "not_allowed", Msg: "permission is " + string(a.States.Permission)}
 	}
@@ -74,7 +75,7 @@ func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, ki
 		return a, Task{}, &PermanentError{Code: "illegal_transition", Msg: err.Error()}
 	}
 	a.States = st
-	a.Start = &StartEvidence{AttemptID: attempt, Fence: lease.Fence, StartedAt: s.now(), Executor: kind}
+	a.Start = &StartEvidence{AttemptID: attempt, Fence: lease.Fence, StartedAt: s.now(), Executor: kind, Process: process}
 	if err := s.saveAction(ctx, &a, lease.Fence); err != nil {
 		// Start evidence is not durable, so the executor was not called.
 		return a, Task{}, &NotStartedError{Code: "start_evidence", Msg: err.Error()}
@@ -100,7 +101,7 @@ func (s *Service) dispatchSync(ctx context.Context, in StepInput) (ToolResult, e
 	if !ok {
 		return ToolResult{}, &PermanentError{Code: "no_executor", Msg: "no executor of kind " + kind}
 	}
-	a, task, err := s.claim(ctx, a, ids.NewAttemptID(), kind)
+	a, task, err := s.claim(ctx, a, ids.NewAttemptID(), kind, "")
 	if err != nil {
 		return ToolResult{}, err
 	}
@@ -194,9 +195,15 @@ func (s *Service) publishHostTask(ctx context.Context, in StepInput) (ToolResult
 		}
 		return ToolResult{}, &NotStartedError{Code: "publish", Msg: err.Error()}
 	}
-	// Re-invoked after the host already finished or started: answer the wait now.
-	if a.Start != nil && a.Result != nil {
-		if err := s.completeHostWait(ctx, a, *a.Result); err != nil {
+	// Re-invoked after the host already started: answer the wait now, with
+	// the host's stored result, or unknown. A new wait over a started task
+	// means the previous one ended without its result: its worker missed
+	// the heartbeat (DispatchHost retries States.HeartbeatTimeout into
+	// here) or died with its process. The task is never handed out again
+	// (HostTasks skips it, HostStart refuses it); a late result from that
+	// worker is still kept on the action as evidence.
+	if a.Start != nil {
+		if err := s.completeHostWait(ctx, a, alreadyDispatched(a)); err != nil {
 			return ToolResult{}, err
 		}
 	}
@@ -236,9 +243,27 @@ func (s *Service) HostTasks(ctx context.Context, session ids.SessionID, limit in
 	}
 }
 
-// HostStart claims a published host task for an attempt: attempt lease,
-// then start evidence, immediately before the host runs the tool.
+// HostStart claims a published host task for an attempt of a remote
+// worker: attempt lease, then start evidence, immediately before the host
+// runs the tool.
+//
+// The dispatch wait is heartbeated first: a wait that already ended (its
+// heartbeat missed, e.g. while no worker was polling) refuses the claim
+// before anything starts, and a live one gets a full HeartbeatSeconds for
+// the worker's first heartbeat, so a wait cannot time out between the
+// start evidence and the worker's first heartbeat.
 func (s *Service) HostStart(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (Task, error) {
+	return s.hostStart(ctx, id, attempt, "")
+}
+
+// HostStartLocal is HostStart for the in-process worker of this process:
+// the start evidence carries Config.Process, so the next process knows the
+// worker died with this one.
+func (s *Service) HostStartLocal(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (Task, error) {
+	return s.hostStart(ctx, id, attempt, s.cfg.Process)
+}
+
+func (s *Service) hostStart(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, process ids.AttemptID) (Task, error) {
 	a, err := s.getAction(ctx, id)
 	if err != nil {
 		return Task{}, err
@@ -249,7 +274,12 @@ func (s *Service) HostStart(ctx context.Context, id ids.ActionID, attempt ids.At
 	if a.Start != nil {
 		return Task{}, &ConflictError{Code: "already_started", Msg: "attempt " + string(a.Start.AttemptID) + " started it"}
 	}
-	_, task, err := s.claim(ctx, a, attempt, ExecutorHost)
+	if err := s.heartbeat(ctx, a.Host.TaskToken); errors.Is(err, ErrTaskGone) {
+		return Task{}, &ConflictError{Code: "wait_ended", Msg: "the dispatch wait of this task ended before it was claimed; nothing started"}
+	} else if err != nil {
+		return Task{}, fmt.Errorf("heartbeat before claiming %s: %w", id, err)
+	}
+	_, task, err := s.claim(ctx, a, attempt, ExecutorHost, process)
 	if err != nil {
 		return Task{}, err
 	}

@@ -2,13 +2,16 @@
 // steps, each the body of one Lambda handler and one state of the state
 // machine (statemachines/action-lifecycle.asl.json):
 //
-//	Submit (API)     prepare: put the action intent once, start its execution (name = action id)
-//	Authorize        decide permission bound to action, execution, tool call, policy version, args digest
+//	Submit (API)     prepare: check the arguments (tool contract, workspace boundary), put the action
+//	                 intent once, start its execution (name = action id)
+//	Authorize        decide permission bound to action, execution, tool call, policy version, args digest;
+//	                 arguments prepare found invalid are refused first, before the permission engine
 //	ApprovalStep     store the task token on a fresh pending approval (await) / record expiry (expire)
 //	DecideApproval   (API) a human's decision, applied exactly once, completes the wait
 //	Authorize        revalidate after the approval, immediately before dispatch
 //	Dispatch         attempt lease, start evidence, executor (sync) or host task publication (publish)
-//	HostStart/HostResult (API) the host worker's claim and result, fenced by the attempt lease
+//	HostStart/HostResult (API) the host worker's claim and result, fenced by the attempt lease;
+//	HostHeartbeat (API) its liveness while the tool runs (SendTaskHeartbeat of the DispatchHost wait)
 //	Record           seal the write-once receipt from durable evidence, then fold the checkpoint
 //	Project          mark delivery projected, append and publish the projection event
 //
@@ -16,6 +19,8 @@
 // exported hooks: CancelAction (close an unstarted action, fail its wait),
 // Recover (the record step from durable evidence only), ResendDecision /
 // ResendResult (complete a wait again from a stored decision or result),
+// CloseAbandonedHost (answer unknown the wait of a host task whose
+// in-process worker died with an earlier process),
 // ForkCheckpoint, SaveExecution (fenced owner writes), the index listings
 // (OpenActions, OpenExecutions, UnresolvedActions) and AppendEvent.
 // Admission is where control takes effect inside the flow: the initial

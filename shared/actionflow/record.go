@@ -172,6 +172,10 @@ func (s *Service) receiptFor(a Action, in StepInput, by string) (Receipt, error)
 	default:
 		rc.Outcome = lifecycle.OutcomeNotStarted
 		switch {
+		case a.Invalid != nil:
+			rc.ErrorCode, rc.Error, rc.Validation = "invalid_arguments", a.Invalid.Summary(), a.Invalid.Problems
+		case a.Decision != nil && a.States.Permission == lifecycle.PermissionDeny && a.Decision.Reason.Source == "invalid_arguments":
+			rc.ErrorCode, rc.Error = "invalid_arguments", a.Decision.Reason.Detail
 		case a.Decision != nil && a.States.Permission == lifecycle.PermissionDeny:
 			rc.ErrorCode, rc.Error = "permission_denied:"+a.Decision.Reason.Code, a.Decision.Reason.Detail
 		case in.Error != nil && in.Error.Error == ApprovalDeclined:

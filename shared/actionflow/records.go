@@ -114,6 +114,11 @@ type StartEvidence struct {
 	Fence     int64         `json:"fence"`
 	StartedAt time.Time     `json:"started_at"`
 	Executor  string        `json:"executor"`
+	// Process is the activation of the lifecycle process whose in-process
+	// host worker claimed the task (the embedded stack; empty for a remote
+	// worker). A later process knows from it that the worker died with its
+	// process and that no result can come.
+	Process ids.AttemptID `json:"process,omitempty"`
 }
 
 // HostTask is an authorized task published for a host worker.
@@ -133,14 +138,17 @@ type Action struct {
 	Arguments   json.RawMessage `json:"arguments"`
 	ArgsDigest  string          `json:"args_digest"`
 	// RequestDigest binds the idempotency key to the submitted body.
-	RequestDigest string           `json:"request_digest"`
-	Interactive   bool             `json:"interactive"`
-	Origin        string           `json:"origin"` // principal that submitted it
-	States        lifecycle.States `json:"states"`
-	Decision      *Decision        `json:"decision,omitempty"`
-	ApprovalID    ids.ApprovalID   `json:"approval_id,omitempty"`
-	Start         *StartEvidence   `json:"start,omitempty"`
-	Host          *HostTask        `json:"host,omitempty"`
+	RequestDigest string `json:"request_digest"`
+	Interactive   bool   `json:"interactive"`
+	Origin        string `json:"origin"` // principal that submitted it
+	// Invalid is what prepare found wrong with the arguments: the action
+	// is refused at its first authorization, before any permission rule.
+	Invalid    *InvalidArguments `json:"invalid,omitempty"`
+	States     lifecycle.States  `json:"states"`
+	Decision   *Decision         `json:"decision,omitempty"`
+	ApprovalID ids.ApprovalID    `json:"approval_id,omitempty"`
+	Start      *StartEvidence    `json:"start,omitempty"`
+	Host       *HostTask         `json:"host,omitempty"`
 	// Result is the dispatch result as the owning attempt learned it (the
 	// sync executor's return, or the result a host worker posted), written
 	// by that attempt with its fence before the state machine hears of it,

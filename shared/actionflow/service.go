@@ -37,6 +37,18 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// InlineOutputBytes bounds output kept on the receipt; more goes to Blobs (default 8 KiB).
 	InlineOutputBytes int
+	// Workspace is the directory host tools run in, when this process can
+	// see it (the embedded stack): prepare resolves path arguments against
+	// it (.., symbolic links) and refuses those outside it. Empty (Lambda:
+	// the workspace is on the agent's machine): only a relative path that
+	// climbs out with ".." is refused at prepare; the host tool checks the
+	// rest when it runs.
+	Workspace string
+	// Process is this process's activation when host workers run inside it
+	// (the embedded stack): their claims carry it (HostStartLocal), so the
+	// next process can close a claim its predecessor's worker never
+	// finished (CloseAbandonedHost). Empty in Lambda.
+	Process ids.AttemptID
 	// Notify, if set, hears every event appended to a session log, after it
 	// is durable (in-process wake-ups for live streams; not a delivery path).
 	Notify func(Event)

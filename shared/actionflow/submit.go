@@ -35,7 +35,11 @@ type SubmitRequest struct {
 
 // Submit prepares an action (put-once) and starts its state machine
 // execution (name = action id, idempotent). It returns the action and
-// whether it was created by this call.
+// whether it was created by this call. Preparing checks the arguments
+// against the tool's contract and the workspace (checkArguments): an
+// invalid call is prepared all the same, marked Invalid, and its first
+// authorization refuses it, so it ends not_started before any start
+// evidence and before the permission engine is asked.
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, error) {
 	if err := validateSubmit(req); err != nil {
 		return Action{}, false, err
@@ -105,6 +109,10 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 		ToolCallID: req.ToolCallID, Tool: req.Tool, Arguments: canonArgs, ArgsDigest: id.Digest,
 		RequestDigest: reqDigest, Interactive: req.Interactive, Origin: req.Principal.Subject,
 		States: lifecycle.NewStates(), CreatedAt: now, UpdatedAt: now, Version: 1,
+		// The tool contract and the workspace boundary, checked before any
+		// permission decision; an invalid call is still recorded (not_started,
+		// invalid_arguments, the details) so the model can correct it.
+		Invalid: s.checkArguments(req.Tool, req.Arguments),
 	}
 	// One transaction: the key's claim, the action and its
 	// "action.submitted" event exist together or not at all.

@@ -55,3 +55,11 @@ func (h Host) Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID
 		httpapi.HostResultBody{AttemptID: attempt, Fence: &fence, Result: &res}, nil)
 	return err
 }
+
+// Heartbeat says the attempt still runs the task; a wait the lifecycle no
+// longer keeps is a *actionflow.ConflictError "wait_ended".
+func (h Host) Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error {
+	_, err := h.Client.do(ctx, "POST", "/v1/hosts/tasks/"+esc(string(id))+"/heartbeat", nil,
+		httpapi.HostHeartbeatBody{AttemptID: attempt, Fence: &fence}, nil)
+	return err
+}

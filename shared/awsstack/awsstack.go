@@ -107,8 +107,13 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	if policies == nil {
 		policies = policystore.Parsed[*permission.Policy]{Store: policystore.New(st, nil), Parse: permission.ParsePolicy}
 	}
+	// Completing a task token needs no state machine ARN (the token names
+	// its execution): every function gets a completer. The dispatch
+	// function, which cannot know the ARN (the machine refers to it),
+	// answers a re-published host wait with it.
+	sfnc := &sfnclient.Client{SFN: sfn.NewFromConfig(cfg), StateMachineARN: env.StateMachineARN}
 	if env.StateMachineARN != "" {
-		d.SFN = &sfnclient.Client{SFN: sfn.NewFromConfig(cfg), StateMachineARN: env.StateMachineARN}
+		d.SFN = sfnc
 	}
 	var classifier permission.Classifier = riskreview.New()
 	if env.Reviewer == "bedrock" {
@@ -140,8 +145,9 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 		Logger:  log,
 		Metrics: &actionflow.EMFMetrics{W: os.Stdout},
 	}
+	fc.Tasks = sfnc
 	if d.SFN != nil {
-		fc.Starter, fc.Tasks = d.SFN, d.SFN
+		fc.Starter = d.SFN
 	}
 	if env.EventBus != "" {
 		fc.Publisher = &ebpublisher.Publisher{Client: eventbridge.NewFromConfig(cfg), Bus: env.EventBus}

@@ -220,6 +220,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,
 		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify, Clock: cfg.Clock,
+		// The in-process host worker's claims carry this activation, so the
+		// next process closes what this one's worker never finished.
+		Process: s.Attempt,
+		// Prepare refuses path arguments outside the host worker's workspace.
+		Workspace: workspace(cfg),
 	})
 	if err != nil {
 		ln.Close()
@@ -316,10 +321,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		s.sweep(runCtx, every)
 	}()
 	if !cfg.NoHostWorker {
-		ws := cfg.Workspace
-		if ws == "" {
-			ws = "workspace"
-		}
+		ws := workspace(cfg)
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			return fail(fmt.Errorf("workspace: %w", err))
 		}
@@ -336,6 +338,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}()
 	}
 	return s, nil
+}
+
+// workspace is the host worker's directory (default ./workspace; empty
+// with NoHostWorker and no Workspace).
+func workspace(cfg Config) string {
+	if cfg.Workspace == "" && !cfg.NoHostWorker {
+		return "workspace"
+	}
+	return cfg.Workspace
 }
 
 // dispatchAndWake runs the dispatch step and wakes the host worker after a

@@ -1,7 +1,10 @@
 // Package hostworker is the host worker: the loop that runs authorized host
 // tasks on the agent's machine. It lists published tasks, claims one (the
 // lifecycle writes start evidence immediately before the tool runs), runs it
-// with hosttools, and posts the result as the attempt that owns it.
+// with hosttools, heartbeats it every actionflow.HostHeartbeatEvery while
+// it runs (a worker that stops heartbeating has its action recorded
+// unknown after the DispatchHost state's HeartbeatSeconds, never run
+// again), and posts the result as the attempt that owns it.
 //
 // Up to Parallel tasks run at once (default DefaultParallel, at most
 // MaxParallel). The loop takes a free slot, lists, and starts each task it

@@ -22,6 +22,10 @@ type Host interface {
 	Start(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (actionflow.Task, error)
 	// Result posts the attempt's result.
 	Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res actionflow.ToolResult) error
+	// Heartbeat says the attempt still runs the task (SendTaskHeartbeat of
+	// its dispatch wait); without it the lifecycle records the action
+	// unknown after the DispatchHost state's HeartbeatSeconds.
+	Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error
 }
 
 // Worker runs host tasks.
@@ -34,6 +38,9 @@ type Worker struct {
 	// Parallel bounds concurrently running tasks (default DefaultParallel,
 	// at most MaxParallel).
 	Parallel int
+	// HeartbeatEvery is the heartbeat period of a running task (default
+	// actionflow.HostHeartbeatEvery, a third of DispatchHost's HeartbeatSeconds).
+	HeartbeatEvery time.Duration
 }
 
 // Parallelism of a worker. A task holds its slot for as long as its tool
@@ -177,7 +184,9 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 		return err
 	}
 	log = log.With("execution_id", task.ExecutionID, "tool", task.Tool)
+	stopBeat := w.heartbeat(ctx, log, id, attempt, task.Fence)
 	res, err := w.Runner.Run(ctx, task.Tool, task.Arguments)
+	stopBeat()
 	if err != nil {
 		res = actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "host_error", Error: err.Error()}
 	}
@@ -191,6 +200,47 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 	}
 	log.Info("host: task done", "outcome", res.Outcome)
 	return nil
+}
+
+// heartbeat heartbeats the task every HeartbeatEvery until the returned
+// stop is called (when the tool returned). A failed heartbeat is logged and
+// tried again at the next tick; the tool keeps running either way (killing
+// it would not undo what it did), and its result is posted as evidence.
+func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, id ids.ActionID, attempt ids.AttemptID, fence int64) (stop func()) {
+	every := w.HeartbeatEvery
+	if every <= 0 {
+		every = actionflow.HostHeartbeatEvery
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case <-t.C:
+			}
+			err := w.Host.Heartbeat(bctx, id, attempt, fence)
+			var ce *actionflow.ConflictError
+			switch {
+			case err == nil || bctx.Err() != nil:
+			case errors.As(err, &ce):
+				// The lifecycle no longer waits (recorded unknown, stopped)
+				// or another attempt owns it: beating again changes nothing.
+				log.Warn("host: the lifecycle no longer waits for this task; its result is still posted as evidence", "error", err)
+				return
+			default:
+				log.Warn("host: heartbeat failed; trying again at the next beat", "error", err)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // Direct is the Host of an in-process worker: the service itself.
@@ -229,8 +279,14 @@ func (d Direct) Tasks(ctx context.Context, wait time.Duration) ([]ids.ActionID, 
 	}
 }
 
+// Start claims for the worker inside this process (HostStartLocal): if the
+// process dies, the next one knows the worker died with it.
 func (d Direct) Start(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (actionflow.Task, error) {
-	return d.Service.HostStart(ctx, id, attempt)
+	return d.Service.HostStartLocal(ctx, id, attempt)
+}
+
+func (d Direct) Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error {
+	return d.Service.HostHeartbeat(ctx, id, attempt, fence)
 }
 
 func (d Direct) Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res actionflow.ToolResult) error {

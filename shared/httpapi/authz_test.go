@@ -80,6 +80,8 @@ func attempts(v victim) []attempt {
 			body: httpapi.HostStartBody{AttemptID: "att_evil"}}},
 		{route: "POST /v1/hosts/tasks/{action_id}/result", req: req{method: "POST", path: "/v1/hosts/tasks/" + string(v.hostTask.ActionID) + "/result",
 			body: map[string]any{"attempt_id": "att_evil", "fence": fence, "result": map[string]any{"outcome": "succeeded"}}}},
+		{route: "POST /v1/hosts/tasks/{action_id}/heartbeat", req: req{method: "POST", path: "/v1/hosts/tasks/" + string(v.hostTask.ActionID) + "/heartbeat",
+			body: map[string]any{"attempt_id": "att_evil", "fence": fence}}},
 	}
 }
 

@@ -51,6 +51,7 @@ func (h *api) table() []route {
 		{"GET /v1/hosts/tasks", auth.CapHost, querySession(false), h.hostTasks},
 		{"POST /v1/hosts/tasks/{action_id}/start", auth.CapHost, h.actionScope, h.hostStart},
 		{"POST /v1/hosts/tasks/{action_id}/result", auth.CapHost, h.actionScope, h.hostResult},
+		{"POST /v1/hosts/tasks/{action_id}/heartbeat", auth.CapHost, h.actionScope, h.hostHeartbeat},
 	}
 }
 

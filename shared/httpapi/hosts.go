@@ -25,10 +25,16 @@ type HostResultBody struct {
 	Result    *actionflow.ToolResult `json:"result"`
 }
 
-// HostResultResponse answers a posted result.
+// HostHeartbeatBody is the body of POST /v1/hosts/tasks/{action_id}/heartbeat.
+type HostHeartbeatBody struct {
+	AttemptID ids.AttemptID `json:"attempt_id"`
+	Fence     *int64        `json:"fence"`
+}
+
+// HostResultResponse answers a posted result ("accepted") or a heartbeat ("alive").
 type HostResultResponse struct {
 	ActionID ids.ActionID `json:"action_id"`
-	Status   string       `json:"status"` // "accepted"
+	Status   string       `json:"status"` // "accepted" | "alive"
 }
 
 // hostTaskLimit bounds one listing.
@@ -104,5 +110,29 @@ func (h *api) hostResult(w http.ResponseWriter, r *http.Request, c *call) error 
 		return err
 	}
 	writeJSON(w, http.StatusOK, HostResultResponse{ActionID: c.t.Action.ActionID, Status: "accepted"})
+	return nil
+}
+
+// hostHeartbeat: the owning attempt still runs the task (SendTaskHeartbeat
+// of its dispatch wait). 409 wait_ended when the lifecycle stopped waiting
+// (the worker should still post its result, kept as evidence).
+func (h *api) hostHeartbeat(w http.ResponseWriter, r *http.Request, c *call) error {
+	var b HostHeartbeatBody
+	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
+		return err
+	}
+	if err := ids.Validate("attempt_id", string(b.AttemptID)); err != nil {
+		return badRequest("invalid_field", "attempt_id", err.Error())
+	}
+	switch {
+	case b.Fence == nil:
+		return badRequest("missing_field", "fence", "fence is required (from the start response)")
+	case *b.Fence <= 0:
+		return badRequest("invalid_field", "fence", "fence must be positive")
+	}
+	if err := h.svc.HostHeartbeat(r.Context(), c.t.Action.ActionID, b.AttemptID, *b.Fence); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, HostResultResponse{ActionID: c.t.Action.ActionID, Status: "alive"})
 	return nil
 }

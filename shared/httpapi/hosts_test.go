@@ -62,6 +62,13 @@ func TestHostTaskOwnershipOverHTTP(t *testing.T) {
 	if _, err := host.Start(ctx, v.hostTask.ActionID, "att_2"); !errors.As(err, &ce) || ce.Code != "already_started" {
 		t.Fatalf("second claim: %v", err)
 	}
+	// The owner heartbeats while the tool runs; another attempt cannot.
+	if err := host.Heartbeat(ctx, v.hostTask.ActionID, "att_1", task.Fence); err != nil {
+		t.Fatalf("owner heartbeat: %v", err)
+	}
+	if err := host.Heartbeat(ctx, v.hostTask.ActionID, "att_2", task.Fence); !errors.As(err, &ce) || ce.Code != "stale_attempt" {
+		t.Fatalf("non-owner heartbeat: %v", err)
+	}
 	ok := actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: "hi\n"}
 	if err := host.Result(ctx, v.hostTask.ActionID, "att_2", task.Fence, ok); !errors.As(err, &ce) || ce.Code != "stale_attempt" {
 		t.Fatalf("non-owner result: %v", err)

@@ -6,4 +6,11 @@
 // excluded; everything else stays. A tool without a contract keeps every field:
 // this package never strips a field just because of its name. It never infers
 // that two different shell programs are equivalent.
+//
+// A contract also says what arguments the tool takes (CheckArguments): the
+// required fields, their types, whether other fields are refused, one name
+// per field, and which fields are workspace paths (a relative path that
+// climbs out with ".." is refused here; absolute paths and symbolic links
+// are resolved by the caller, which knows the workspace). It never reads
+// the filesystem.
 package identity

@@ -12,21 +12,33 @@ import (
 )
 
 // Contract declares, for one tool, which argument fields are presentation
-// only and therefore excluded from the operation's identity. Everything not
-// listed is execution-relevant and stays.
+// only and therefore excluded from the operation's identity (everything not
+// listed is execution-relevant and stays), and the shape its arguments
+// must have (CheckArguments), checked when the call is prepared, before any
+// permission decision.
 type Contract struct {
 	Tool string
 	// PresentationFields are top-level argument fields that never change what
 	// the tool does (e.g. Bash's "description").
 	PresentationFields []string
+	// Fields are the tool's argument fields (none: arguments unchecked).
+	Fields []Field
+	// Closed refuses fields the contract does not name.
+	Closed bool
+	// Renamed maps a spelling the contract refuses to the name it uses
+	// ("path" → "file_path"), for a precise error.
+	Renamed map[string]string
 }
 
 // Contracts is a registry of known tool contracts, keyed by tool name.
 type Contracts map[string]Contract
 
-// Builtin are the contracts the lifecycle knows. Only Bash has a
+// Builtin are the contracts the lifecycle knows: the host tools (Bash,
+// Read, Write, Edit and bash, read_file, write_file, edit_file; their
+// argument fields are set in arguments.go). Only Bash has a
 // presentation-only field; its command, working directory, timeout and
-// permission fields (run_in_background, dangerouslyDisableSandbox, ...) stay.
+// permission fields stay. (The lower-case bash keeps description in its
+// identity, as before, so digests of stored calls do not change.)
 var Builtin = Contracts{
 	"Bash": {Tool: "Bash", PresentationFields: []string{"description"}},
 }

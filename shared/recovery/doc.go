@@ -15,8 +15,13 @@
 // (reconciliation required) and never re-dispatched; a machine that never
 // started is started (nothing was dispatched, and the start is idempotent
 // by name); a durable approval decision or host result whose SendTask* was
-// lost is sent again; a wait whose machine ended is expired, never
-// approved. Running machines are left to their own steps. Repeated sweeps
+// lost is sent again; a host task claimed by the in-process worker of an
+// earlier process (start evidence, no result: that worker died with its
+// process) has its dispatch wait answered unknown at once, so the first
+// sweep after a start-up records it; a wait whose machine ended is
+// expired, never approved. Running machines are otherwise left to their
+// own steps (a remote worker's death is the DispatchHost heartbeat's to
+// notice: 60 s without SendTaskHeartbeat ends the action unknown). Repeated sweeps
 // are idempotent. The sweeper never calls an executor, never changes a
 // sealed receipt, never infers "not started" from tool text (only from the
 // absence of start evidence, which dispatch writes before any executor call,

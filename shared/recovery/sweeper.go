@@ -77,6 +77,11 @@ const (
 	// whose SendTask* was lost was sent again.
 	ResentDecision Did = "resent_decision"
 	ResentResult   Did = "resent_result"
+	// ClosedAbandoned: a host task whose worker died with an earlier
+	// process (start evidence, no result): its dispatch wait was answered
+	// unknown (start_evidence_without_result), so its machine records and
+	// projects it. Never re-dispatched.
+	ClosedAbandoned Did = "closed_abandoned"
 )
 
 // ActionReport is the sweeper's finding for one action.
@@ -199,7 +204,9 @@ func (s *Sweeper) OnStatusChange(ctx context.Context, name, status string) {
 //	receipt and checkpoint, not projected → replay the projection only
 //	no receipt, machine never started   → start it (idempotent by name; nothing was dispatched)
 //	no receipt, machine running         → leave it, except: resend a durable approval decision
-//	                                      or host result whose completion was lost
+//	                                      or host result whose completion was lost; answer
+//	                                      unknown the wait of a host task whose worker died
+//	                                      with an earlier process (start evidence, no result)
 //	no receipt, machine ended           → seal the receipt from durable evidence only: start
 //	                                      evidence without a stored result is unknown
 //	                                      (reconciliation required, never re-dispatched), a
@@ -281,6 +288,16 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 			sent, err := flow.ResendResult(ctx, id)
 			if sent {
 				rep.Did = ResentResult
+			}
+			return rep, err
+		}
+		if a.Start != nil && a.Host != nil {
+			// Claimed and no result: only a worker that died with an
+			// earlier process is known dead here; a remote worker's death
+			// is the DispatchHost heartbeat's to notice.
+			sent, err := flow.CloseAbandonedHost(ctx, id)
+			if sent {
+				rep.Did, rep.Outcome = ClosedAbandoned, lifecycle.OutcomeUnknown
 			}
 			return rep, err
 		}

@@ -20,8 +20,9 @@ type Client struct {
 }
 
 var (
-	_ actionflow.Starter       = (*Client)(nil)
-	_ actionflow.TaskCompleter = (*Client)(nil)
+	_ actionflow.Starter         = (*Client)(nil)
+	_ actionflow.TaskCompleter   = (*Client)(nil)
+	_ actionflow.TaskHeartbeater = (*Client)(nil)
 )
 
 // StartAction starts the execution named after the action. Standard
@@ -79,6 +80,20 @@ func (c *Client) SendTaskFailure(ctx context.Context, token, errorName, cause st
 	}
 	if err != nil {
 		return fmt.Errorf("send task failure: %w", err)
+	}
+	return nil
+}
+
+// SendTaskHeartbeat resets the heartbeat clock of a waiting task (the
+// host worker's liveness while a host tool runs). An ended wait is
+// actionflow.ErrTaskGone (and ErrTaskTimedOut when it timed out).
+func (c *Client) SendTaskHeartbeat(ctx context.Context, token string) error {
+	_, err := c.SFN.SendTaskHeartbeat(ctx, &sfn.SendTaskHeartbeatInput{TaskToken: aws.String(token)})
+	if gone(err) {
+		return goneError("send task heartbeat", err)
+	}
+	if err != nil {
+		return fmt.Errorf("send task heartbeat: %w", err)
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package sfnclient adapts the aws-sdk-go-v2 Step Functions client to the
-// lifecycle's Starter and TaskCompleter ports. The same code talks to AWS
-// Step Functions and to the embedded engine (AWS_ENDPOINT_URL_SFN), so the
-// local stack exercises the real client.
+// lifecycle's Starter, TaskCompleter and TaskHeartbeater ports. The same
+// code talks to AWS Step Functions and to the embedded engine
+// (AWS_ENDPOINT_URL_SFN), so the local stack exercises the real client.
 package sfnclient
