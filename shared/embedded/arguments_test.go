@@ -45,7 +45,7 @@ func serveAPI(t *testing.T, ws string) (agent, human *apiclient.Client, s *embed
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer, err := auth.NewIssuer([]byte("test-key-test-key-test-key-test-key"))
+	issuer, err := auth.NewIssuer(auth.Keys{Agent: []byte("test-key-test-key-test-key-test-key"), Human: []byte("human-key-human-key-human-key-human")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,11 @@ func (h *fakeHost) Result(ctx context.Context, id ids.ActionID, attempt ids.Atte
 
 // waitResults waits until every id has a result (generous bound: the
 // machine is loaded) and returns the missing ones on timeout.
+// Heartbeat: the fake's waits never lapse.
+func (h *fakeHost) Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error {
+	return nil
+}
+
 func (h *fakeHost) waitResults(t *testing.T, want []ids.ActionID, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
