@@ -97,8 +97,9 @@ func TestInvalidArgumentsAreRefusedAtPrepare(t *testing.T) {
 			`{"file_path":"` + filepath.Join(outside, "x") + `","content":"pwned"}`, "hard_constraint", "outside_workspace", []string{"file_path"}},
 		{"a symlink out of the workspace", `{"version":"p3","allow":["write_file","Write"]}`, "write_file",
 			`{"file_path":"out/x","content":"pwned"}`, "hard_constraint", "outside_workspace", []string{"file_path"}},
-		{"a Bash working directory outside", `{"version":"p4","allow":["Bash"]}`, "Bash",
-			`{"command":"echo pwned > x","cwd":"../"}`, "hard_constraint", "outside_workspace", []string{"cwd"}},
+		// Host commands run in the workspace root: cwd is not a field of Bash.
+		{"a Bash working directory", `{"version":"p4","allow":["Bash"]}`, "Bash",
+			`{"command":"echo pwned > x","cwd":"../"}`, "invalid_arguments", "invalid_arguments", []string{"cwd"}},
 		{"path is not write_file's field name", `{"version":"p5","allow":["write_file"]}`, "write_file",
 			`{"path":"notes.txt","content":"hi"}`, "invalid_arguments", "invalid_arguments", []string{"file_path", "path"}},
 		{"wrong types and an unknown field", `{"version":"p6","allow":["Edit"]}`, "Edit",

@@ -80,12 +80,17 @@ func TestEndToEndSymlinkOutOfWorkspace(t *testing.T) {
 		{"cat inside the workspace", "ses_rules", "Bash", `{"command":"cat inside.txt"}`, true, ""},
 		{"append through notes -> ..", "ses_rules", "Bash", `{"command":"echo x >> notes/marker"}`, false, string(permission.CodeNoRule)},
 		{"append to the rc file through notes", "ses_rules", "Bash", `{"command":"echo x >> notes/.bashrc"}`, false, string(permission.CodeDenyRule)},
-		{"cat a key through notes", "ses_rules", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeDenyRule)},
+		// ~/.ssh is a credential store: the protected-path hard constraint
+		// (which judges where the path leads too) comes before the deny rule.
+		{"cat a key through notes", "ses_rules", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeProtectedPath)},
 		{"cd notes and append", "ses_rules", "Bash", `{"command":"cd notes; echo x >> marker2"}`, false, ""},
-		{"cwd argument and a relative key", "ses_rules", "Bash", `{"command":"cat ../../.ssh/deploy_key","cwd":"sub"}`, false, string(permission.CodeDenyRule)},
-		{"Read a file outside through notes", "ses_rules", "Read", `{"file_path":"notes/outside.txt"}`, false, string(permission.CodeNoRule)},
+		// A host command runs in the workspace root: cwd is refused at prepare.
+		{"cwd argument and a relative key", "ses_rules", "Bash", `{"command":"cat ../../.ssh/deploy_key","cwd":"sub"}`, false, "invalid_arguments"},
+		{"cd and a relative key", "ses_rules", "Bash", `{"command":"cd sub && cat ../../.ssh/deploy_key"}`, false, string(permission.CodeProtectedPath)},
+		// Prepare resolves a file tool's path through links: outside the workspace.
+		{"Read a file outside through notes", "ses_rules", "Read", `{"file_path":"notes/outside.txt"}`, false, "outside_workspace"},
 		{"auto: cat inside", "ses_auto", "Bash", `{"command":"cat inside.txt"}`, true, ""},
-		{"auto: cat a key through notes", "ses_auto", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeClassifierBlock)},
+		{"auto: cat a key through notes", "ses_auto", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeProtectedPath)},
 	}
 	// One at a time: this test is about the decision, not about parallel
 	// dispatch of host tasks.

@@ -54,7 +54,8 @@ var (
 		{Name: "command", Type: TypeString, Required: true, NonEmpty: true},
 		{Name: "description", Type: TypeString},
 		{Name: "timeout", Type: TypeInteger, Min: 0, Max: 600000},
-		{Name: "cwd", Type: TypeString, Path: true},
+		// No cwd: a host command runs in the workspace root, where the
+		// engine resolves its paths (cd DIR && ... is analysed instead).
 	}
 	writeFields = []Field{{Name: "content", Type: TypeString, Required: true}}
 	editFields  = []Field{
