@@ -55,6 +55,8 @@ func aliasCases() []aliasCase {
 			tool: "Read", args: file("secrets/token"), want: deny, src: permission.SourceDenyRule},
 		{name: "bypass: Read path rule judges what bash reads", mode: bypass, rules: []string{"deny: Read(./secrets/**)"},
 			tool: "Bash", args: cmd("cat secrets/token"), want: deny, src: permission.SourceDenyRule},
+		{name: "bypass: lower-case Read path rule judges what bash reads", mode: bypass, rules: []string{"deny: read_file(./secrets/**)"},
+			tool: "Bash", args: cmd("cat secrets/token"), want: deny, src: permission.SourceDenyRule},
 		{name: "bypass: Edit family deny covers Write", mode: bypass, rules: []string{"deny: Edit(./config/**)"},
 			tool: "Write", args: file("config/app.json", "content", "{}"), want: deny, src: permission.SourceDenyRule, rule: "Edit(./config/**)"},
 		{name: "bypass: Edit family deny covers Edit", mode: bypass, rules: []string{"deny: Edit(./config/**)"},
