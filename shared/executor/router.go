@@ -3,6 +3,8 @@ package executor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/openprogram/lifecycle/shared/identity"
 )
 
 // Kinds of executors.
@@ -17,12 +19,18 @@ const (
 // a prefix (e.g. "mcp__tickets__*").
 type Routes map[string]string
 
-// DefaultRoutes: the host tools run on the agent's machine, "noop" does nothing.
-var DefaultRoutes = Routes{
-	"Bash": KindHost, "Read": KindHost, "Write": KindHost, "Edit": KindHost,
-	"bash": KindHost, "read_file": KindHost, "write_file": KindHost, "edit_file": KindHost,
-	"noop": KindNoop,
-}
+// DefaultRoutes: the host tools (Bash, Read, Write, Edit, under every name
+// identity.ToolNames gives them: the names the permission engine judges
+// them by) run on the agent's machine, "noop" does nothing.
+var DefaultRoutes = func() Routes {
+	r := Routes{"noop": KindNoop}
+	for _, tool := range []string{"Bash", "Read", "Write", "Edit"} {
+		for _, name := range identity.ToolNames(tool) {
+			r[name] = KindHost
+		}
+	}
+	return r
+}()
 
 // Route returns the executor kind of a tool.
 func (r Routes) Route(tool string) (string, bool) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 )
 
@@ -50,14 +51,16 @@ func invalid(problems ...actionflow.FieldProblem) actionflow.ToolResult {
 // Run executes one tool call. Deterministic failures are results with
 // outcome failed; an error means the outcome is unknown.
 func (r Runner) Run(ctx context.Context, tool string, args []byte) (actionflow.ToolResult, error) {
-	switch tool {
-	case "Bash", "bash":
+	// bash, read_file, write_file and edit_file are Bash, Read, Write and
+	// Edit: the one list the permission engine judges them by.
+	switch identity.CanonicalTool(tool) {
+	case "Bash":
 		return r.bash(ctx, args)
-	case "Read", "read_file":
+	case "Read":
 		return r.read(args)
-	case "Write", "write_file":
+	case "Write":
 		return r.write(args)
-	case "Edit", "edit_file":
+	case "Edit":
 		return r.edit(args)
 	}
 	return invalid(actionflow.FieldProblem{Field: "tool", Problem: "this host does not run " + tool}), nil

@@ -116,6 +116,18 @@
 // from the service; Request.Call comes from the model and is only ever read
 // as data. Nothing in a Call's arguments is interpreted as policy.
 //
+// # Tool names
+//
+// A tool is judged by its canonical name (identity.CanonicalTool, the list
+// the host runner and the default executor routes share): bash, read_file,
+// write_file and edit_file are Bash, Read, Write and Edit for families,
+// argument fields, rules (a Bash rule applies to bash, bash(git *) is a
+// Bash rule, an Edit rule covers write_file), hard constraints, protected
+// paths, visibility, modes, review and revalidation. The host file tools
+// read file_path and fall back to path; a call that carries path, or an
+// empty file_path, is an *InvalidCallError, never judged on one field and
+// run on another. Grants and decisions stay bound to the name as called.
+//
 // # Revalidation
 //
 // Decide judges a snapshot. Before dispatch the caller must call Revalidate

@@ -33,7 +33,8 @@ const (
 type Rule struct {
 	// Text is the rule as written (surrounding space removed).
 	Text string
-	// Tool is the tool (or family, or MCP server) the rule names.
+	// Tool is the tool (or family, or MCP server) the rule names, by its
+	// canonical name: "bash(git *)" has Tool "Bash" (identity.CanonicalTool).
 	Tool string
 	// Specifier is the text inside the parentheses ("" for a whole tool).
 	Specifier string
@@ -107,7 +108,9 @@ func ParseRule(text string) (Rule, error) {
 	if !toolName.MatchString(name) {
 		return fail("tool name %q: want letters, digits, '_', '-' or '.', starting with a letter", name)
 	}
-	r := Rule{Text: t, Tool: name, Specifier: spec}
+	// A rule names the tool, whatever the spelling: bash(git *) is
+	// Bash(git *), read_file(./x) is Read(./x).
+	r := Rule{Text: t, Tool: canonicalTool(name), Specifier: spec}
 	if !hasSpec {
 		return r, nil
 	}
@@ -115,11 +118,11 @@ func ParseRule(text string) (Rule, error) {
 		return fail("empty specifier: write %q for the whole tool", name)
 	}
 	switch {
-	case name == "Bash":
+	case r.Tool == "Bash":
 		return parseBashRule(r)
-	case readFamily[name] || editFamily[name]:
+	case readFamily[r.Tool] || editFamily[r.Tool]:
 		return parsePathRule(r)
-	case name == "WebFetch":
+	case r.Tool == "WebFetch":
 		return parseDomainRule(r)
 	}
 	return fail("tool %s takes no specifier; only Bash, file tools (Read, Edit, ...) and WebFetch do", name)
@@ -232,7 +235,10 @@ func (r Rule) String() string { return r.Text }
 func (r Rule) WholeTool() bool { return r.kind == kindWhole || r.kind == kindMCP }
 
 // AppliesTo reports whether the rule concerns calls of tool (by name,
-// family or MCP server), whatever its specifier.
+// family or MCP server), whatever its specifier. Names are compared by
+// their canonical spelling: a rule for Bash applies to bash, a Read or
+// Edit family rule to read_file, write_file and edit_file, and a rule
+// naming bash to Bash.
 func (r Rule) AppliesTo(tool string) bool {
 	if r.kind == kindMCP {
 		if r.mcpTool == "" {
@@ -240,7 +246,8 @@ func (r Rule) AppliesTo(tool string) bool {
 		}
 		return tool == "mcp__"+r.mcpServer+"__"+r.mcpTool
 	}
-	if r.Tool == tool {
+	tool = canonicalTool(tool)
+	if canonicalTool(r.Tool) == tool {
 		return true
 	}
 	switch r.Tool {

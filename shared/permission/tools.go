@@ -3,9 +3,12 @@ package permission
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/openprogram/lifecycle/shared/identity"
 )
 
 type family int
@@ -30,7 +33,22 @@ type callView struct {
 	cwd string
 }
 
+// canonicalTool is the tool a call or rule names, whatever its spelling:
+// bash, read_file, write_file and edit_file are Bash, Read, Write and Edit
+// (identity.CanonicalTool, the one list the host runner shares). Every
+// judgement by tool name (family, argument fields, rules, visibility) goes
+// through it, so a spelling can never walk around a rule.
+func canonicalTool(tool string) string { return identity.CanonicalTool(tool) }
+
+// hostFileTools are the file tools the host runner executes. It reads the
+// path from file_path and, when that is empty, from path: the engine
+// judges file_path only, so a call that carries path at all, or an empty
+// file_path, is refused rather than judged on a different field than the
+// one that runs.
+var hostFileTools = map[string]bool{"Read": true, "Write": true, "Edit": true}
+
 func familyOf(tool string) family {
+	tool = canonicalTool(tool)
 	switch {
 	case tool == "Bash":
 		return famBash
@@ -69,7 +87,14 @@ func viewCall(c Call) (callView, error) {
 		}
 		return s, true, nil
 	}
-	switch c.Tool {
+	tool := canonicalTool(c.Tool)
+	if hostFileTools[tool] {
+		if _, ok := fields["path"]; ok {
+			return v, &InvalidCallError{ActionID: c.ActionID, Tool: c.Tool, Field: "path",
+				Msg: fmt.Sprintf("not an argument of %s: the field is named \"file_path\"", c.Tool)}
+		}
+	}
+	switch tool {
 	case "Bash":
 		cmd, _, err := str("command", true)
 		if err != nil {
@@ -83,6 +108,9 @@ func viewCall(c Call) (callView, error) {
 		p, _, err := str("file_path", true)
 		if err != nil {
 			return v, err
+		}
+		if hostFileTools[tool] && p == "" {
+			return v, &InvalidCallError{ActionID: c.ActionID, Tool: c.Tool, Field: "file_path", Msg: "must not be empty"}
 		}
 		v.paths = []string{p}
 	case "NotebookEdit", "NotebookRead":

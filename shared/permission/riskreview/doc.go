@@ -148,11 +148,10 @@
 // except inside .git, .vscode or .idea (Claude Code's bypassPermissions
 // mode still prompts for those too); writes elsewhere are blocked
 // (write_outside_project). WebFetch,
-// MCP tools and every other tool are not proven safe. The lower-case
-// spellings the host tools accept (bash, read_file, write_file, edit_file)
-// are screened for known risks but never allowed here, not even by the
-// model: the policy's rules judge Bash, Read, Write and Edit by those names
-// only.
+// MCP tools and every other tool are not proven safe. The other spellings
+// the host tools accept (bash, read_file, write_file, edit_file) are
+// reviewed exactly as Bash, Read, Write and Edit (identity.CanonicalTool):
+// the host runs them as those tools and the engine's rules judge them so.
 //
 // Input it cannot judge (over permission.MaxReviewBytes, Bash that does not
 // parse, arguments that are not an object, a cancelled context) is a

@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/bashscan"
 )
@@ -92,8 +93,11 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 	var f *finding
 	var safe bool
 	var why string
-	switch in.Tool {
-	case "Bash", "bash":
+	// bash, read_file, write_file and edit_file run exactly as Bash, Read,
+	// Write and Edit, and the engine's rules judge them so: review them so.
+	tool := identity.CanonicalTool(in.Tool)
+	switch tool {
+	case "Bash":
 		cmd, _ := args["command"].(string)
 		prog, err := bashscan.Analyze(cmd)
 		if err != nil {
@@ -107,11 +111,11 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 		if f = rv.bash(prog); f == nil {
 			safe, why = rv.safeBash(prog)
 		}
-	case "Read", "NotebookRead", "Grep", "Glob", "LS", "read_file":
+	case "Read", "NotebookRead", "Grep", "Glob", "LS":
 		if f = rv.fileRead(args); f == nil {
-			safe, why = rv.safeRead(in.Tool, args)
+			safe, why = rv.safeRead(tool, args)
 		}
-	case "Edit", "MultiEdit", "Write", "NotebookEdit", "write_file", "edit_file":
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
 		if f = rv.fileWrite(args); f == nil {
 			safe, why = rv.safeWrite(args)
 		}
@@ -121,14 +125,6 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 	if f != nil {
 		return permission.Verdict{Kind: permission.VerdictBlock, Category: f.category, Reason: f.reason, Reviewer: Name}, nil
 	}
-	if canonicalTool(in.Tool) != in.Tool {
-		// The engine's rules judge Bash, Read, Write and Edit by those
-		// names only: a rule written for Bash never sees a "bash" call, so
-		// an automatic allow (ours or the model's) could pass a deny rule
-		// meant for it. A person decides.
-		why = fmt.Sprintf("the %s spelling of the tool is not judged by the policy's rules (use %s)", in.Tool, canonicalTool(in.Tool))
-		return permission.Verdict{Kind: permission.VerdictUnproven, Category: NotProvenSafe, Reason: why, Reviewer: Name}, nil
-	}
 	if safe {
 		return permission.Verdict{Kind: permission.VerdictAllow, Reason: "proven safe by the known-safe analysis", Reviewer: Name}, nil
 	}
@@ -136,20 +132,6 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 		return r.model.Review(ctx, in)
 	}
 	return permission.Verdict{Kind: permission.VerdictUnproven, Category: NotProvenSafe, Reason: why, Reviewer: Name}, nil
-}
-
-func canonicalTool(t string) string {
-	switch t {
-	case "bash":
-		return "Bash"
-	case "read_file":
-		return "Read"
-	case "write_file":
-		return "Write"
-	case "edit_file":
-		return "Edit"
-	}
-	return t
 }
 
 type reviewer struct {

@@ -169,7 +169,7 @@ func TestReview(t *testing.T) {
 		{"mkdir a hooks dir", bash("mkdir -p .git/hooks"), unproven, "inside a .git directory"},
 		{"WebFetch", input("WebFetch", "url", "https://example.com"), unproven, "WebFetch is not a tool the known-safe analysis covers"},
 		{"MCP tool", input("mcp__github__create_issue", "title", "x"), unproven, "not a tool the known-safe analysis covers"},
-		{"lowercase bash spelling", input("bash", "command", "ls"), unproven, "not judged by the policy's rules (use Bash)"},
+		{"lowercase bash spelling is reviewed as Bash", input("bash", "command", "ls"), allowed, ""},
 
 		// Known risks stay blocked.
 		{"rm -rf home", bash("echo ok && rm -rf ~"), riskreview.Destructive, ""},
@@ -316,7 +316,7 @@ func TestReviewWithModel(t *testing.T) {
 		{"unproven: the model blocks", bash("make clean"), fakeModel{v: modelBlock}, permission.VerdictBlock, "bedrock:test", true, false},
 		{"unproven tool: the model decides", input("WebFetch", "url", "https://example.com"), fakeModel{v: modelAllow}, permission.VerdictAllow, "bedrock:test", true, false},
 		{"model failure stays an error", bash("npm test"), fakeModel{err: failure}, "", "", true, true},
-		{"lowercase spelling never reaches the model", input("bash", "command", "ls"), fakeModel{v: modelAllow}, permission.VerdictUnproven, riskreview.Name, false, false},
+		{"lowercase spelling reaches the model as Bash does", input("bash", "command", "python3 -c 'print(1)'"), fakeModel{v: modelAllow}, permission.VerdictAllow, "bedrock:test", true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
