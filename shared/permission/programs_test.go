@@ -106,6 +106,16 @@ func TestProgramModelDecisions(t *testing.T) {
 		{name: "whole-tool allow keeps plain commands", rules: wholeDeny, call: bashCall("git status && find . -name '*.go'"), want: allow},
 		{name: "whole-tool allow covers inline code", rules: wholeDeny, call: bashCall(`python3 -c 'print(1)'`), want: allow},
 		{name: "whole-tool allow covers find -exec of an allowed command", rules: wholeDeny, call: bashCall(`find . -exec grep -l x {} +`), want: allow},
+
+		// Braces are expanded as Bash does; an option word with pattern
+		// characters may expand to any option (a file named -delete).
+		{name: "brace-spelled -delete meets the deny of rm", rules: wholeDeny, call: bashCall("find . -{delete,print}"), want: deny, source: permission.SourceDenyRule},
+		{name: "brace-spelled -delete is no plain find", rules: narrow, call: bashCall("find build -{delete,print}"), want: ask, source: permission.SourceMode},
+		{name: "glob-spelled -delete is opaque", rules: narrow, call: bashCall("find . -delet?"), want: ask, source: permission.SourceAnalysis},
+		{name: "bracket-spelled -delete may match the deny of rm", rules: wholeDeny, call: bashCall("find . -delet[e]"), want: ask, source: permission.SourceDenyRule},
+		{name: "a glob after = in a long option is its value", rules: narrow, call: bashCall("rg --glob=*.go TODO"), want: allow},
+		{name: "a brace path meets a Read deny", rules: []string{"allow: Bash(cat *)", "deny: Read(/etc/**)"}, call: bashCall("cat {README.md,/etc/shadow}"), want: deny, source: permission.SourceDenyRule},
+		{name: "a brace path inside the project", rules: []string{"allow: Bash(cat *)", "deny: Read(/etc/**)"}, call: bashCall("cat {README,NOTES}.md"), want: allow},
 	}
 	e := unprotectedEngine(t)
 	for _, tc := range cases {

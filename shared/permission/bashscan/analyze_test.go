@@ -133,7 +133,11 @@ func TestForms(t *testing.T) {
 		{"wrappers", `sudo -u root nice -n 5 rm -rf /`, []string{"sudo -u root nice -n 5 rm -rf /", "nice -n 5 rm -rf /", "rm -rf /", "root nice -n 5 rm -rf /", "5 rm -rf /", "/"}},
 		{"xargs", `xargs -n1 rm`, []string{"xargs -n1 rm", "rm"}},
 		{"find -exec", `find . -exec rm -f {} \;`, []string{"find . -exec rm -f {} ;", "rm -f ./*"}},
-		{"brace expansion", `rm -rf /{etc,usr}/x`, []string{"rm -rf /*"}},
+		{"brace expansion", `rm -rf /{etc,usr}/x`, []string{"rm -rf /etc/x /usr/x"}},
+		{"brace expansion of options", `ls -{l,a}`, []string{"ls -l -a"}},
+		{"nested and quoted braces", `cat {a,'b c'}{1,2}`, []string{"cat a1 a2 b c1 b c2"}},
+		{"a sequence beyond the bound stays a pattern", `echo {1..1000}`, []string{"echo *"}},
+		{"braces that do not expand", `echo {} {x} a{b`, []string{"echo {} {x} a{b"}},
 		{"computed words", `rm -rf $DIR/*`, []string{"rm -rf */*"}},
 		{"command -v describes only", `command -v rm`, []string{"command -v rm", "rm"}},
 	}
