@@ -815,6 +815,13 @@ func rgModel(iv Invocation, e *effects) {
 		if v, next, ok := optValue(ws, k, "--pre"); ok {
 			e.runs = append(e.runs, Invocation{Words: []Word{v}, Wrapper: "rg --pre", appends: true})
 			k = next - 1
+			continue
+		}
+		// --hostname-bin runs its program, without arguments, to learn
+		// the host name (for hyperlinks).
+		if v, next, ok := optValue(ws, k, "--hostname-bin"); ok {
+			e.run("rg --hostname-bin", []Word{v})
+			k = next - 1
 		}
 	}
 }

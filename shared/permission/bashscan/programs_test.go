@@ -148,6 +148,12 @@ func TestProgramModel(t *testing.T) {
 		// rg, sort, less, man, editors
 		{"rg --pre", `rg --pre ./pre foo`, []string{"run rg --pre: ./pre"}, false},
 		{"rg --pre=", `rg --pre=rm foo`, []string{"run rg --pre: rm", "write (names read at run time)"}, false},
+		{"git abbreviated --upload-pack", `git ls-remote --upload-pa="touch /tmp/x" origin`, []string{"script git ls-remote --upload-pack: touch /tmp/x"}, false},
+		{"git abbreviated --output-directory", `git format-patch --output-d=/tmp/p HEAD~1`, []string{"write /tmp/p (tree)"}, false},
+		{"git ambiguous abbreviation", `git log --outp=/tmp/x`, []string{"opaque: git accepts abbreviated long options, and --outp may abbreviate any of --output, --output-directory"}, false},
+		{"git full options are not abbreviations", `git log --oneline --name-only`, nil, true},
+		{"rg --hostname-bin", `rg --hostname-bin pwned foo`, []string{"run rg --hostname-bin: pwned"}, false},
+		{"rg --hostname-bin=", `rg --hostname-bin=./pwned foo`, []string{"run rg --hostname-bin: ./pwned"}, false},
 		{"rg", `rg -n foo src`, nil, true},
 		{"sort -o", `sort -o ~/.bashrc x`, []string{"write ~/.bashrc"}, false},
 		{"sort --output=", `sort --output=/tmp/s x`, []string{"write /tmp/s"}, false},
