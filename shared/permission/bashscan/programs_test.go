@@ -166,6 +166,11 @@ func TestProgramModel(t *testing.T) {
 		{"vim +cmd", `vim '+!rm x' f`, []string{"inline +!rm x"}, false},
 		{"vim --cmd", `nvim --cmd 'lua os.exit()' f`, []string{"inline --cmd"}, false},
 		{"vim +line is plain", `vim +42 f`, nil, true},
+		{"vim -c :!cmd is a shell command", `vim -c ':!rm -rf ~' -c ':q' f`, []string{"inline -c", "script vim -c !: rm -rf ~"}, false},
+		{"vim + filter", `vim '+%!sort -u' f`, []string{"inline +%!sort -u", "script vim + !: sort -u"}, false},
+		{"vim :r !cmd after another command", `vim -c 'set nu | r !id' f`, []string{"inline -c", "script vim -c !: id"}, false},
+		{"vim call system() is opaque", `vim -c 'call system("id")' f`, []string{"inline -c", "opaque: vim -c \"call system(\\\"id\\\")\" may run code or shell commands that the analysis does not parse"}, false},
+		{"vim -c of a plain command", `vim -c 'set nu' f`, []string{"inline -c"}, false},
 		{"ex mode reads stdin", `ex f`, []string{"opaque: *"}, false},
 		{"emacs --eval", `emacs --batch --eval '(shell-command "rm x")'`, []string{"inline --eval"}, false},
 		// awk, sed
