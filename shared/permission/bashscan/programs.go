@@ -30,7 +30,6 @@ import (
 
 // effects are what one invocation does besides its plain use.
 type effects struct {
-	label  string // program name for Wrapper labels ("git", "go test")
 	runs   []Invocation
 	paths  []PathRef
 	inline []InlineCode // Invocation is filled in by the caller

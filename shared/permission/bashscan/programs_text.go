@@ -210,7 +210,11 @@ func sedSimple(s string) bool {
 			}
 			d := rs[i]
 			i++
-			if !skipRe(d) || !skipRe(d) {
+			// s/RE/REPLACEMENT/ and y/SRC/DST/: two delimited parts.
+			if !skipRe(d) {
+				return false
+			}
+			if !skipRe(d) {
 				return false
 			}
 			if c == 's' {
