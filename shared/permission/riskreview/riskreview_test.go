@@ -138,7 +138,7 @@ func TestReview(t *testing.T) {
 		{"write a HEAD file", input("Write", "file_path", "sub/HEAD", "content", "ref: refs/heads/main"), unproven, "look like a git repository"},
 		{"redirect to a HEAD file", bash("echo ref: refs/heads/x > HEAD"), unproven, "look like a git repository"},
 		{"sed script", bash("sed -i 's/a/b/' main.go"), unproven, "only sed -n"},
-		{"sed e command", bash("sed -n '1e id' main.go"), unproven, "only sed -n"},
+		{"sed e command", bash("sed -n '1e id' main.go"), "computed_command", "may run shell commands"},
 		{"uniq output", bash("uniq in.txt out.txt"), unproven, "uniq writes its second operand"},
 		{"jq env", bash("jq -n env"), unproven, "environment"},
 		{"go test -exec", bash("go test -exec 'rm -rf ~' ./..."), "destructive", "rm -rf ~"},
