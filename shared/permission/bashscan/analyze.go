@@ -84,6 +84,9 @@ type analyzer struct {
 	prog     *Program
 	leaves   map[*syntax.Stmt]PipeStage
 	nextPipe int
+	// braced counts the words brace expansion made in the whole program
+	// (bounded by maxBraceTotal).
+	braced int
 }
 
 func (a *analyzer) walkScript(f *syntax.File, sc script) {
@@ -226,7 +229,10 @@ func (a *analyzer) callCommand(call *syntax.CallExpr, sc script) Command {
 	c.Kind = KindSimple
 	tooMany := false
 	for _, w := range call.Args {
-		words, ok := braceWords(w, sc.src)
+		words, ok := braceWords(w, sc.src, maxBraceTotal-a.braced)
+		if len(words) > 1 {
+			a.braced += len(words)
+		}
 		tooMany = tooMany || !ok
 		c.Args = append(c.Args, words...)
 	}
@@ -235,7 +241,7 @@ func (a *analyzer) callCommand(call *syntax.CallExpr, sc script) Command {
 		c.Opaque, c.OpaqueReason = true, why
 	}
 	if tooMany && !c.Opaque {
-		c.Opaque, c.OpaqueReason = true, fmt.Sprintf("a brace expansion makes more than %d words", maxBraceWords)
+		c.Opaque, c.OpaqueReason = true, fmt.Sprintf("a brace expansion makes more than %d words (or the program more than %d)", maxBraceWords, maxBraceTotal)
 	}
 	return c
 }
@@ -244,12 +250,17 @@ func (a *analyzer) callCommand(call *syntax.CallExpr, sc script) Command {
 // command is judged Opaque instead ({1..100000} is not enumerated).
 const maxBraceWords = 64
 
+// maxBraceTotal bounds the words brace expansion makes in one program, so
+// that 64 KiB of braces cannot make the analysis slow.
+const maxBraceTotal = 1024
+
 // braceWords is w after brace expansion, as Bash performs it before any
 // other expansion: "cat {README.md,/etc/shadow}" runs cat on both paths,
 // "find . -{delete,print}" is "find . -delete -print". Each alternative is
 // judged like a word written out. ok is false (and w is returned as one
-// pattern word) when the expansion makes more than maxBraceWords words.
-func braceWords(w *syntax.Word, src string) ([]Word, bool) {
+// pattern word) when the expansion makes more than maxBraceWords words or
+// more than budget.
+func braceWords(w *syntax.Word, src string, budget int) ([]Word, bool) {
 	one := convertWord(w, src)
 	if !one.Glob || !strings.Contains(sourceText(src, w), "{") {
 		return []Word{one}, true
@@ -260,7 +271,7 @@ func braceWords(w *syntax.Word, src string) ([]Word, bool) {
 	}
 	var out []Word
 	for alt, err := range shexpand.BracesSeq(nil, cp) {
-		if err != nil || len(out) == maxBraceWords {
+		if err != nil || len(out) == maxBraceWords || len(out) >= budget {
 			return []Word{one}, false
 		}
 		cw := convertWord(alt, src)

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openprogram/lifecycle/shared/permission/bashscan"
 )
@@ -298,5 +299,37 @@ func TestContextOfCommands(t *testing.T) {
 	}
 	if self != 2 {
 		t.Errorf("found %d self-calls inside f, want 2", self)
+	}
+}
+
+// Brace expansion is bounded per word and per program: beyond the bound
+// the command is Opaque (never allowed, a possible match of every deny),
+// and the analysis stays fast.
+func TestBraceExpansionBounds(t *testing.T) {
+	cases := []struct {
+		name   string
+		src    string
+		opaque bool
+	}{
+		{"a few words", "cat {a,b}{c,d} x{1..3}", false},
+		{"one word beyond 64", "echo {1..65}", true},
+		{"the program beyond 1024", "cat " + strings.Repeat("{a,b}{c,d}{e,f} ", 200), true},
+		{"many commands share the bound", strings.Repeat("echo {a,b}{c,d}{e,f}{g,h}; ", 70), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			p, err := bashscan.Analyze(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, opaque := p.Opaque()
+			if opaque != tc.opaque {
+				t.Fatalf("opaque = %v, want %v", opaque, tc.opaque)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("analysis took %v", d)
+			}
+		})
 	}
 }
