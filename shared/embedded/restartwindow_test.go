@@ -33,7 +33,7 @@ var testKey = []byte("restart-window-test-key-0123456789abcdef")
 func serveStack(t *testing.T, dir, ws string, ex *countingExecutor, flag recovery.Window) *served {
 	t.Helper()
 	s := start(t, dir, ws, ex, func(c *embedded.Config) { c.RestartWindow = flag })
-	iss, err := auth.NewIssuer(testKey)
+	iss, err := auth.NewIssuer(auth.Keys{Agent: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
