@@ -53,11 +53,11 @@ func TestServeAutoModeWithoutModel(t *testing.T) {
 	}
 	go io.Copy(io.Discard, pr)
 
-	key, err := auth.LoadOrCreateKey(stateDir)
+	keys, err := auth.LoadOrCreateKeys(stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, _ := auth.NewIssuer(key)
+	iss, _ := auth.NewIssuer(keys)
 	agent, _ := iss.Issue(auth.RoleAgent, "ses_auto", time.Hour)
 	human, _ := iss.Issue(auth.RoleHuman, "ses_auto", time.Hour)
 	call := func(method, path, token string, body any, hdr map[string]string) (int, map[string]any) {
@@ -129,17 +129,26 @@ func TestServeAutoModeWithoutModel(t *testing.T) {
 	}
 
 	// Not proven safe, noninteractive: denied with the reason, never run.
-	py := `python3 -c "open('pwned', 'w').write('x')"`
+	// (Inline interpreter code would meet the protected state directory
+	// first, as a possible reach: checked below.)
+	py := "echo x | tee pwned"
 	denied := submit("py-noninteractive", py, false)
 	a = until(denied, func(st, _ map[string]any) bool { return st["delivery"] == "projected" })
 	if st := a["states"].(map[string]any); st["permission"] != "deny" {
 		t.Fatalf("unproven noninteractive command: %v, reason %v", st, reason(a))
 	}
-	if r := reason(a); r["code"] != "not_proven_safe" || !strings.Contains(r["detail"].(string), "python3 is not in the known-safe list") {
+	if r := reason(a); r["code"] != "not_proven_safe" || !strings.Contains(r["detail"].(string), "tee is not in the known-safe list") {
 		t.Fatalf("noninteractive reason %v", r)
 	}
 	if st := a["states"].(map[string]any); st["started"] == true || st["outcome"] != "not_started" {
 		t.Fatalf("a denied action started: %v", st)
+	}
+	// Inline python may reach the state directory: a possible protected
+	// reach, denied noninteractive before the reviewer is asked.
+	inline := submit("inline-noninteractive", `python3 -c "open('pwned', 'w').write('x')"`, false)
+	a = until(inline, func(st, _ map[string]any) bool { return st["delivery"] == "projected" })
+	if r := reason(a); a["states"].(map[string]any)["permission"] != "deny" || r["source"] != "hard_constraint" || r["code"] != "unverifiable" {
+		t.Fatalf("inline python, noninteractive: %v, reason %v", a["states"], r)
 	}
 
 	// Not proven safe, interactive: waits for a person, with the reason.

@@ -5,7 +5,7 @@ package main
 // temporary workspace), driven over its HTTP API only. Tests of any
 // permission class use it:
 //
-//	s := startServe(t)
+//	s := startServeStack(t)
 //	s.setPolicy(t, `{"version":"v1","allow":["Bash(ls *)"],"deny":["Bash(touch *)"]}`)
 //	perm, outcome := submitBash(t, s, s.session, "ls &>/dev/null touch m")
 //	s.exists(t, "m") // what the host's bash did in s.workspace
@@ -44,10 +44,10 @@ type serveStack struct {
 	calls   atomic.Int64 // tool call and idempotency key counter
 }
 
-// startServe starts `lifecycle serve` on a free loopback port with a fresh
+// startServeStack starts `lifecycle serve` on a free loopback port with a fresh
 // state directory and workspace; it is stopped (orderly) at the end of the
 // test.
-func startServe(t *testing.T) *serveStack {
+func startServeStack(t *testing.T) *serveStack {
 	t.Helper()
 	dir := t.TempDir()
 	s := &serveStack{stateDir: filepath.Join(dir, "state"), workspace: filepath.Join(dir, "ws"), session: "ses_e2e",
@@ -81,11 +81,11 @@ func startServe(t *testing.T) *serveStack {
 		t.Fatal("serve did not print its API address and human token")
 	}
 	go io.Copy(io.Discard, pr)
-	key, err := auth.LoadOrCreateKey(s.stateDir)
+	keys, err := auth.LoadOrCreateKeys(s.stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.issuer, err = auth.NewIssuer(key); err != nil {
+	if s.issuer, err = auth.NewIssuer(keys); err != nil {
 		t.Fatal(err)
 	}
 	return s

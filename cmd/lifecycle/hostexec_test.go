@@ -21,7 +21,7 @@ import (
 // would make of the same text. Each payload creates a marker under dash;
 // under bash, as analysed, it does not.
 func TestHostBashRunsWhatWasAllowed(t *testing.T) {
-	s := startServe(t)
+	s := startServeStack(t)
 	s.setPolicy(t, `{"version":"class2","allow":["Bash(ls *)"],"deny":["Bash(touch *)"]}`)
 	cases := []struct {
 		name, command, marker string
@@ -66,7 +66,7 @@ func TestHostBashRunsWhatWasAllowed(t *testing.T) {
 // generous for a loaded two-core machine.
 func TestParallelHostActionsAllRun(t *testing.T) {
 	const n = 32
-	s := startServe(t)
+	s := startServeStack(t)
 	s.setPolicy(t, `{"version":"parallel","allow":["Bash(echo *)","Bash(touch *)"]}`)
 	tok := s.agent(t, s.session)
 	began := time.Now()
@@ -137,7 +137,7 @@ func TestHostBashEnvironmentThroughAPI(t *testing.T) {
 	}
 	t.Setenv("BASH_ENV", rc)
 	t.Setenv("LIFECYCLE_TOKEN", "host-worker-secret")
-	s := startServe(t)
+	s := startServeStack(t)
 	s.setPolicy(t, `{"version":"env","allow":["Bash(printenv *)"]}`)
 	v := bashAction(t, s, s.session, "printenv LIFECYCLE_TOKEN")
 	if v.States.Permission != lifecycle.PermissionAllow || !v.States.Started || v.Receipt == nil {

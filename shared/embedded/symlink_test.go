@@ -33,13 +33,16 @@ func (s sessionPolicies) Policy(_ context.Context, id ids.SessionID) (*permissio
 func TestEndToEndSymlinkOutOfWorkspace(t *testing.T) {
 	dir, home := t.TempDir(), t.TempDir()
 	ws := filepath.Join(home, "workspace")
-	for _, d := range []string{filepath.Join(ws, "sub"), filepath.Join(home, ".ssh")} {
+	// keys/ is denied by a rule; .ssh is a protected credential store
+	// (a hard constraint before any rule).
+	for _, d := range []string{filepath.Join(ws, "sub"), filepath.Join(home, ".ssh"), filepath.Join(home, "keys")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for p, c := range map[string]string{
 		filepath.Join(home, ".ssh", "deploy_key"): "PRIVATE-KEY",
+		filepath.Join(home, "keys", "deploy_key"): "PRIVATE-KEY",
 		filepath.Join(home, ".bashrc"):            "# rc\n",
 		filepath.Join(home, "outside.txt"):        "OUTSIDE",
 		filepath.Join(ws, "inside.txt"):           "INSIDE",
@@ -53,7 +56,7 @@ func TestEndToEndSymlinkOutOfWorkspace(t *testing.T) {
 	}
 	policies := sessionPolicies{
 		"ses_rules": permission.MustParsePolicy(`{"version":"v1","mode":"default",
-			"allow":["Bash(echo *)","Bash(cat *)"],"deny":["Read(~/.ssh/**)","Edit(~/.bashrc)"]}`),
+			"allow":["Bash(echo *)","Bash(cat *)"],"deny":["Read(~/keys/**)","Edit(~/.bashrc)"]}`),
 		"ses_auto": permission.MustParsePolicy(`{"version":"v1","mode":"auto"}`),
 	}
 	s, err := embedded.Start(context.Background(), embedded.Config{
@@ -80,16 +83,17 @@ func TestEndToEndSymlinkOutOfWorkspace(t *testing.T) {
 		{"cat inside the workspace", "ses_rules", "Bash", `{"command":"cat inside.txt"}`, true, ""},
 		{"append through notes -> ..", "ses_rules", "Bash", `{"command":"echo x >> notes/marker"}`, false, string(permission.CodeNoRule)},
 		{"append to the rc file through notes", "ses_rules", "Bash", `{"command":"echo x >> notes/.bashrc"}`, false, string(permission.CodeDenyRule)},
-		// ~/.ssh is a credential store: the protected-path hard constraint
-		// (which judges where the path leads too) comes before the deny rule.
-		{"cat a key through notes", "ses_rules", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeProtectedPath)},
+		{"cat a key through notes", "ses_rules", "Bash", `{"command":"cat notes/keys/deploy_key"}`, false, string(permission.CodeDenyRule)},
+		{"cat a protected key through notes", "ses_rules", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeProtectedPath)},
 		{"cd notes and append", "ses_rules", "Bash", `{"command":"cd notes; echo x >> marker2"}`, false, ""},
 		// A host command runs in the workspace root: cwd is refused at prepare.
-		{"cwd argument and a relative key", "ses_rules", "Bash", `{"command":"cat ../../.ssh/deploy_key","cwd":"sub"}`, false, "invalid_arguments"},
-		{"cd and a relative key", "ses_rules", "Bash", `{"command":"cd sub && cat ../../.ssh/deploy_key"}`, false, string(permission.CodeProtectedPath)},
+		{"cwd argument and a relative key", "ses_rules", "Bash", `{"command":"cat ../../keys/deploy_key","cwd":"sub"}`, false, "invalid_arguments"},
+		// After cd the path may resolve from either directory (the cd may fail): a possible match.
+		{"cd and a relative key", "ses_rules", "Bash", `{"command":"cd sub && cat ../../keys/deploy_key"}`, false, string(permission.CodeUnverifiable)},
 		// Prepare resolves a file tool's path through links: outside the workspace.
 		{"Read a file outside through notes", "ses_rules", "Read", `{"file_path":"notes/outside.txt"}`, false, "outside_workspace"},
 		{"auto: cat inside", "ses_auto", "Bash", `{"command":"cat inside.txt"}`, true, ""},
+		// The credential store is a hard constraint before the reviewer.
 		{"auto: cat a key through notes", "ses_auto", "Bash", `{"command":"cat notes/.ssh/deploy_key"}`, false, string(permission.CodeProtectedPath)},
 	}
 	// One at a time: this test is about the decision, not about parallel

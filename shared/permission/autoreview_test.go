@@ -19,9 +19,11 @@ import (
 // with the reason, and never counted.
 func TestAutoModeWithoutModel(t *testing.T) {
 	const (
-		safe     = "safe"
-		unproven = "unproven"
-		block    = "block"
+		safe      = "safe"
+		unproven  = "unproven"
+		block     = "block"
+		protected = "protected" // a protected path, named: denied before the review, not counted
+		reach     = "reach"     // a possible reach of a protected path: asked (denied noninteractive), not counted
 	)
 	cases := []struct {
 		name string
@@ -43,17 +45,25 @@ func TestAutoModeWithoutModel(t *testing.T) {
 		{"rg", bashCall("rg TODO"), safe, ""},
 		{"Edit in the project", toolCall("Edit", "file_path", "src/main.go", "old_string", "a", "new_string", "b"), safe, ""},
 
-		{"python -c", bashCall(`python3 -c 'import os; os.remove("x")'`), unproven, `python3 is not in the known-safe list`},
-		{"find -delete", bashCall("find ~ -delete"), unproven, "option -delete of find"},
-		{"git -c pager", bashCall(`git -c core.pager='sh -c id' log`), unproven, "option -c of git"},
-		{"npm exec", bashCall("npm exec x"), unproven, "npm is not in the known-safe list"},
+		// Inline code may reach the protected paths: that constraint asks
+		// before the reviewer is consulted.
+		{"python -c", bashCall(`python3 -c 'import os; os.remove("x")'`), reach, "runs python3 code"},
+		{"find -delete", bashCall("find build -delete"), unproven, "find -delete"},
+		{"git -c pager", bashCall(`git -c core.pager='sh -c id' log`), unproven, "git -c core.pager"},
+		{"npm exec", bashCall("npm exec x"), unproven, "npm exec"},
 		{"cat outside", bashCall("cat ../.lifecycle/auth.key"), unproven, "outside the project scope"},
 		{"make", bashCall("make test"), unproven, "make is not in the known-safe list"},
 		{"WebFetch", toolCall("WebFetch", "url", "https://example.com/"), unproven, "WebFetch is not a tool"},
 		{"Read outside", toolCall("Read", "file_path", "/etc/hosts"), unproven, "reads /etc/hosts"},
 
-		{"rm -rf home", bashCall("rm -rf ~"), block, "recursively deletes the home directory"},
-		{"ssh key", bashCall("cat ~/.ssh/id_rsa"), block, "SSH private keys"},
+		{"rm -rf outside", bashCall("rm -rf /srv/data"), block, "recursively deletes /srv/data"},
+		{"find -delete outside", bashCall("find /srv/data -delete"), block, "recursively deletes /srv/data"},
+		{"find . -delete", bashCall("find . -delete"), block, "recursively deletes the whole project"},
+		// The home directory holds ~/.ssh: the hard constraint denies
+		// these before the reviewer, and they are not counted.
+		{"rm -rf home", bashCall("rm -rf ~"), protected, "walks a directory that contains the protected path"},
+		{"find ~ -delete", bashCall("find ~ -delete"), protected, "walks a directory that contains the protected path"},
+		{"ssh key", bashCall("cat ~/.ssh/id_rsa"), protected, "names the protected path"},
 		{"Write outside", toolCall("Write", "file_path", "/usr/local/bin/x", "content", "x"), block, "outside the project scope"},
 	}
 	for _, interactive := range []bool{true, false} {
@@ -104,6 +114,18 @@ func TestAutoModeWithoutModel(t *testing.T) {
 						t.Fatalf("%s %+v, want a counted block", d.Permission, d.Reason)
 					}
 					want = store.Counter{Consecutive: 2, Total: 2}
+				case protected:
+					if d.Permission != deny || d.Reason.Source != permission.SourceHardConstraint || d.Reason.Code != permission.CodeProtectedPath || d.RiskRefusal() {
+						t.Fatalf("%s %+v, want a protected-path deny", d.Permission, d.Reason)
+					}
+				case reach:
+					wantP := ask
+					if !interactive {
+						wantP = deny
+					}
+					if d.Permission != wantP || d.Reason.Source != permission.SourceHardConstraint || d.Reason.Code != permission.CodeUnverifiable || d.RiskRefusal() {
+						t.Fatalf("%s %+v, want %s for a possible protected reach", d.Permission, d.Reason, wantP)
+					}
 				}
 				if tc.why != "" && !strings.Contains(d.Reason.Detail, tc.why) {
 					t.Errorf("detail %q does not say %q", d.Reason.Detail, tc.why)
@@ -133,10 +155,11 @@ func TestAutoModeUnprovenKeepsTheRefusalRun(t *testing.T) {
 		cmd  string
 		want string
 	}{
-		{"rm -rf ~", "deny"},
-		{"python3 -c 'print(1)'", "ask"},
+		{"rm -rf /srv/data", "deny"},
+		{"python3 -c 'print(1)'", "ask"}, // a possible protected reach: not counted either
 		{"make", "ask"},
-		{"rm -rf /", "deny"},
+		{"rm -rf ~", "deny"}, // a protected path: denied before the review, not counted
+		{"rm -rf /opt", "deny"},
 		{"npm exec x", "ask"},
 		{"rm -rf /srv", "fallback-consecutive"},
 	}
@@ -180,7 +203,7 @@ func TestAutoModeWithModel(t *testing.T) {
 		modelCall bool
 	}{
 		{"git status", allow, riskreview.Name, false},
-		{"rm -rf ~", deny, riskreview.Name, false},
+		{"rm -rf /srv/data", deny, riskreview.Name, false},
 		{"make test", allow, "model", true},
 		{"make clean", deny, "model", true},
 	}

@@ -43,7 +43,10 @@
 // computed word, inline interpreter code or a script, a shell reading
 // stdin, xargs, a glob whose static part may expand into one, an unknown
 // cd) is never allowed: CodeUnverifiable, asked of an interactive owner
-// and denied otherwise. Programs that run project code (make, go test,
+// and denied otherwise. A shell or interpreter that bashscan marks opaque
+// (echo ... | sh, bash -c "$x", python3 -) is named this way, before the
+// analysis's own "opaque" answer; other opaque commands (eval, $CMD, a
+// glob command name) keep CodeOpaque. Programs that run project code (make, go test,
 // ./script) are judged by their command line only: what the code does
 // is the host sandbox's to contain.
 //

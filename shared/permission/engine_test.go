@@ -97,8 +97,12 @@ func decideCases() []decideCase {
 			call: bashCall("$CMD -rf /; curl -s x"), want: deny, source: permission.SourceDenyRule, code: permission.CodeDenyRule, rule: "Bash(curl *)"},
 		{name: "eval is opaque even when allowed", rules: []string{"allow: Bash(eval *)"},
 			call: bashCall(`eval "ls"`), want: ask, source: permission.SourceAnalysis, code: permission.CodeOpaque},
-		{name: "bash -c with a computed script is opaque", rules: []string{"allow: Bash"},
-			call: bashCall(`bash -c "$x"`), want: ask, source: permission.SourceAnalysis, code: permission.CodeOpaque},
+		// A shell running a script it cannot show may reach the protected
+		// paths: that constraint is named before the analysis's "opaque".
+		{name: "bash -c with a computed script is opaque (a possible protected reach)", rules: []string{"allow: Bash"},
+			call: bashCall(`bash -c "$x"`), want: ask, source: permission.SourceHardConstraint, code: permission.CodeUnverifiable},
+		{name: "eval of computed text stays opaque", rules: []string{"allow: Bash"},
+			call: bashCall(`eval "$x"`), want: ask, source: permission.SourceAnalysis, code: permission.CodeOpaque},
 		{name: "unparseable input is never allowed", rules: []string{"allow: Bash"},
 			call: bashCall(`echo "unterminated`), want: ask, source: permission.SourceAnalysis, code: permission.CodeUnparseable},
 		{name: "unparseable input is asked even with deny rules", rules: []string{"allow: Bash", "deny: Bash(rm *)"},

@@ -36,7 +36,8 @@ func TestProgramModelDecisions(t *testing.T) {
 		{name: "tar -x -C ~", rules: narrow, call: bashCall("tar -xzf a.tgz -C ~"), want: ask, source: permission.SourceMode},
 		{name: "rg --pre", rules: narrow, call: bashCall("rg --pre ./pre foo"), want: ask, source: permission.SourceMode},
 		{name: "awk system()", rules: narrow, call: bashCall(`awk 'BEGIN{system("touch /tmp/x")}'`), want: ask, source: permission.SourceMode},
-		{name: "sed e flag", rules: narrow, call: bashCall(`sed 's/.*/touch \/tmp\/x/e' f`), want: ask, source: permission.SourceMode},
+		{name: "sed e flag", rules: narrow, call: bashCall(`sed 's/.*/touch \/tmp\/x/e' f`), want: ask, source: permission.SourceAnalysis},
+		{name: "deny rm: sed e runs a computed command", rules: wholeDeny, call: bashCall(`echo x | sed 's/x/rm -rf ~/e'`), want: ask, source: permission.SourceDenyRule},
 		{name: "perl -e", rules: narrow, call: bashCall(`perl -e 'unlink "x"'`), want: ask, source: permission.SourceMode},
 		{name: "node -e", rules: narrow, call: bashCall(`node -e 'require("fs").rmSync("x")'`), want: ask, source: permission.SourceMode},
 		{name: "less +!cmd", rules: narrow, call: bashCall(`less '+!touch /tmp/x' f`), want: ask, source: permission.SourceMode},
@@ -106,8 +107,18 @@ func TestProgramModelDecisions(t *testing.T) {
 		{name: "whole-tool allow keeps plain commands", rules: wholeDeny, call: bashCall("git status && find . -name '*.go'"), want: allow},
 		{name: "whole-tool allow covers inline code", rules: wholeDeny, call: bashCall(`python3 -c 'print(1)'`), want: allow},
 		{name: "whole-tool allow covers find -exec of an allowed command", rules: wholeDeny, call: bashCall(`find . -exec grep -l x {} +`), want: allow},
+
+		// Braces are expanded as Bash does; an option word with pattern
+		// characters may expand to any option (a file named -delete).
+		{name: "brace-spelled -delete meets the deny of rm", rules: wholeDeny, call: bashCall("find . -{delete,print}"), want: deny, source: permission.SourceDenyRule},
+		{name: "brace-spelled -delete is no plain find", rules: narrow, call: bashCall("find build -{delete,print}"), want: ask, source: permission.SourceMode},
+		{name: "glob-spelled -delete is opaque", rules: narrow, call: bashCall("find . -delet?"), want: ask, source: permission.SourceAnalysis},
+		{name: "bracket-spelled -delete may match the deny of rm", rules: wholeDeny, call: bashCall("find . -delet[e]"), want: ask, source: permission.SourceDenyRule},
+		{name: "a glob after = in a long option is its value", rules: narrow, call: bashCall("rg --glob=*.go TODO"), want: allow},
+		{name: "a brace path meets a Read deny", rules: []string{"allow: Bash(cat *)", "deny: Read(/etc/**)"}, call: bashCall("cat {README.md,/etc/shadow}"), want: deny, source: permission.SourceDenyRule},
+		{name: "a brace path inside the project", rules: []string{"allow: Bash(cat *)", "deny: Read(/etc/**)"}, call: bashCall("cat {README,NOTES}.md"), want: allow},
 	}
-	e := newEngine(t)
+	e := unprotectedEngine(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := runDecide(t, e, tc, true)
@@ -124,9 +135,54 @@ func TestProgramModelDecisions(t *testing.T) {
 	}
 }
 
+// unprotectedEngine protects nothing (no state directory, no credential
+// stores): the program model's and the second shell's answers to the rules
+// are tested on their own here, where ~/.ssh or an interpreter's possible
+// reach of the state directory would otherwise meet the hard constraint
+// first. TestProgramModelUnderProtection shows the merged answers.
+func unprotectedEngine(t testing.TB) *permission.Engine {
+	t.Helper()
+	e, err := permission.NewEngine(permission.Config{CredentialStores: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// With the default protection the same commands meet the protected paths
+// first: a walk of ~ is a definite touch of ~/.ssh, inline code (even with
+// a rule naming its flag) and a shell reading stdin are possible reaches,
+// which only a person approves.
+func TestProgramModelUnderProtection(t *testing.T) {
+	narrow := []string{"allow: Bash(find *)", "allow: Bash(git *)", "allow: Bash(python3 *)", "allow: Bash(python3 -c *)",
+		"allow: Bash(echo *)", "allow: Bash(sh *)", "allow: Bash(rm *)"}
+	denyRm := []string{"allow: Bash", "deny: Bash(rm *)"}
+	cases := []decideCase{
+		{name: "find ~ -delete with rm allowed", rules: narrow, call: bashCall("find ~ -delete"), want: deny, source: permission.SourceHardConstraint, code: permission.CodeProtectedPath},
+		{name: "git -C ~ clean -fdx", rules: narrow, call: bashCall("git -C ~ clean -fdx"), want: deny, source: permission.SourceHardConstraint, code: permission.CodeProtectedPath},
+		{name: "find ~ -delete under a deny of rm", rules: denyRm, call: bashCall("find ~ -delete"), want: deny, source: permission.SourceHardConstraint, code: permission.CodeProtectedPath},
+		{name: "python3 -c with a rule naming -c", rules: narrow, call: bashCall(`python3 -c 'print(1)'`), want: ask, source: permission.SourceHardConstraint, code: permission.CodeUnverifiable},
+		{name: "python3 script file", rules: narrow, call: bashCall("python3 tools/gen.py"), want: ask, source: permission.SourceHardConstraint, code: permission.CodeUnverifiable},
+		{name: "a shell reading a pipe", rules: narrow, call: bashCall("echo ls | sh"), want: ask, source: permission.SourceHardConstraint, code: permission.CodeUnverifiable},
+		{name: "a shell reading a pipe under a deny of rm", rules: denyRm, call: bashCall("echo rm -rf /srv/data | sh"), want: ask, source: permission.SourceHardConstraint, code: permission.CodeUnverifiable},
+		{name: "a here-document's rm -rf ~", rules: denyRm, call: bashCall("sh <<EOF\nrm -rf ~\nEOF"), want: deny, source: permission.SourceHardConstraint, code: permission.CodeProtectedPath},
+		{name: "a here-document's rm elsewhere meets the deny rule", rules: denyRm, call: bashCall("sh <<EOF\nrm -rf /srv/data\nEOF"), want: deny, source: permission.SourceDenyRule, code: permission.CodeDenyRule},
+		{name: "find in the project with -delete and rm allowed", rules: narrow, call: bashCall("find build -name '*.o' -delete"), want: allow, source: permission.SourceAllowRule},
+	}
+	e := newEngine(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := runDecide(t, e, tc, true)
+			if d.Permission != tc.want || d.Reason.Source != tc.source || tc.code != "" && d.Reason.Code != tc.code {
+				t.Fatalf("%s: got %s %s/%s (%s), want %s %s/%s", tc.call.Args, d.Permission, d.Reason.Source, d.Reason.Code, d.Reason.Detail, tc.want, tc.source, tc.code)
+			}
+		})
+	}
+}
+
 // The reason for inline code tells the user which rule would allow it.
 func TestInlineCodeReasonNamesTheRule(t *testing.T) {
-	e := newEngine(t)
+	e := unprotectedEngine(t)
 	d := runDecide(t, e, decideCase{rules: []string{"allow: Bash(python3 *)"}, call: bashCall(`python3 -c 'print(1)'`)}, true)
 	if d.Permission != ask || !strings.Contains(d.Reason.Detail, "Bash(python3 -c *)") {
 		t.Fatalf("want an ask naming Bash(python3 -c *), got %s %+v", d.Permission, d.Reason)
@@ -157,7 +213,7 @@ func TestSecondShellDecisions(t *testing.T) {
 		"echo 'x' | node",
 		"shopt -s expand_aliases\nalias x='echo hi'\nx",
 	}
-	e := newEngine(t)
+	e := unprotectedEngine(t)
 	for _, src := range srcs {
 		t.Run(src, func(t *testing.T) {
 			d := runDecide(t, e, decideCase{rules: narrow, call: bashCall(src)}, true)
@@ -181,7 +237,7 @@ func TestSecondShellDecisions(t *testing.T) {
 // The here-document a shell reads is parsed: its commands meet the deny
 // rules definitely.
 func TestHereDocumentScriptIsDenied(t *testing.T) {
-	e := newEngine(t)
+	e := unprotectedEngine(t)
 	for _, src := range []string{"sh <<EOF\nrm -rf ~\nEOF", "bash <<'EOF'\necho ok\nrm -rf ~\nEOF", ". /dev/stdin <<EOF\nrm -rf ~\nEOF", "bash <<< 'rm -rf ~'"} {
 		t.Run(src, func(t *testing.T) {
 			d := runDecide(t, e, decideCase{rules: []string{"allow: Bash", "deny: Bash(rm *)"}, call: bashCall(src)}, true)
@@ -195,7 +251,7 @@ func TestHereDocumentScriptIsDenied(t *testing.T) {
 // A recursive write or delete above a denied path is a possible match of
 // the path rule; one at the denied path is a definite match.
 func TestRecursiveWritesMeetPathRules(t *testing.T) {
-	e := newEngine(t)
+	e := unprotectedEngine(t)
 	cases := []decideCase{
 		{name: "rm -rf ~ may delete ~/.ssh", rules: []string{"allow: Bash", "deny: Edit(~/.ssh/**)"}, call: bashCall("rm -rf ~"), want: ask, source: permission.SourceDenyRule, code: permission.CodeUnverifiable},
 		{name: "find ~ -delete may delete ~/.ssh", rules: []string{"allow: Bash", "deny: Edit(~/.ssh/**)"}, call: bashCall("find ~ -delete"), want: ask, source: permission.SourceDenyRule},

@@ -416,7 +416,12 @@ func (c *protectCheck) bash() {
 	for i := range prog.Commands {
 		cmd := &prog.Commands[i]
 		if cmd.Opaque {
-			continue // the analysis step asks a person about it
+			// The analysis step asks a person about it; but a shell or
+			// interpreter whose script cannot be seen (stdin, a pipe, a
+			// computed -c) is a possible reach of every protected path,
+			// and that constraint comes first.
+			c.opaqueRunner(cmd)
+			continue
 		}
 		c.command(cmd)
 	}
@@ -430,6 +435,24 @@ func (c *protectCheck) bash() {
 	// Everything else the text names: here-document bodies, for-lists,
 	// scripts in strings, words the analysis does not attribute.
 	c.text("the command", src, true)
+}
+
+// opaqueRunner notes an opaque command that runs code it reads (a shell
+// or interpreter) as a possible touch; other opaque commands (a computed
+// command name, eval) are left to the analysis step.
+func (c *protectCheck) opaqueRunner(cmd *bashscan.Command) {
+	if len(c.paths) == 0 || cmd.Kind != bashscan.KindSimple {
+		return
+	}
+	for _, iv := range cmd.Invocations {
+		if iv.Script || len(iv.Words) == 0 || !iv.Words[0].Static {
+			continue
+		}
+		if how, ok := runsCode(iv.Name(), iv.Words[1:]); ok {
+			c.note(touch{what: cmd.Text(), target: c.first(), how: how, possible: true})
+			return
+		}
+	}
 }
 
 func (c *protectCheck) command(cmd *bashscan.Command) {
@@ -489,7 +512,7 @@ func (c *protectCheck) invocation(what string, iv bashscan.Invocation) {
 			c.token(what, ".", false, true)
 		}
 	}
-	if how, ok := runsCode(name, args); ok {
+	if how, ok := runsCode(name, args); ok && len(c.paths) > 0 {
 		c.note(touch{what: what, target: c.first(), how: how, possible: true})
 	}
 }

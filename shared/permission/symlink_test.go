@@ -76,7 +76,12 @@ func (w linkWorld) trusted(root string) permission.Trusted {
 
 func linkEngine(t *testing.T, auto bool) *permission.Engine {
 	t.Helper()
-	cfg := permission.Config{FS: permission.OSFS{}, ReviewTimeout: 5 * time.Second}
+	// The credential stores are not protected here: these cases test how
+	// links are resolved against the rules and the project, and a link
+	// world whose home holds ~/.ssh would otherwise meet the hard
+	// constraint first (protect_test.go covers protected paths through
+	// links: notes -> .., a link into the state directory).
+	cfg := permission.Config{FS: permission.OSFS{}, ReviewTimeout: 5 * time.Second, CredentialStores: []string{}}
 	if auto {
 		cfg.Classifier, cfg.Counters = riskreview.New(), openStore(t)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	shexpand "mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -83,6 +84,9 @@ type analyzer struct {
 	prog     *Program
 	leaves   map[*syntax.Stmt]PipeStage
 	nextPipe int
+	// braced counts the words brace expansion made in the whole program
+	// (bounded by maxBraceTotal).
+	braced int
 }
 
 func (a *analyzer) walkScript(f *syntax.File, sc script) {
@@ -223,11 +227,86 @@ func (a *analyzer) callCommand(call *syntax.CallExpr, sc script) Command {
 		return c
 	}
 	c.Kind = KindSimple
+	tooMany := false
 	for _, w := range call.Args {
-		c.Args = append(c.Args, convertWord(w, sc.src))
+		words, ok := braceWords(w, sc.src, maxBraceTotal-a.braced)
+		if len(words) > 1 {
+			a.braced += len(words)
+		}
+		tooMany = tooMany || !ok
+		c.Args = append(c.Args, words...)
 	}
 	c.expand()
+	if why := optionPattern(c.Args); why != "" && !c.Opaque {
+		c.Opaque, c.OpaqueReason = true, why
+	}
+	if tooMany && !c.Opaque {
+		c.Opaque, c.OpaqueReason = true, fmt.Sprintf("a brace expansion makes more than %d words (or the program more than %d)", maxBraceWords, maxBraceTotal)
+	}
 	return c
+}
+
+// maxBraceWords bounds the words one brace expansion may make before the
+// command is judged Opaque instead ({1..100000} is not enumerated).
+const maxBraceWords = 64
+
+// maxBraceTotal bounds the words brace expansion makes in one program, so
+// that 64 KiB of braces cannot make the analysis slow.
+const maxBraceTotal = 1024
+
+// braceWords is w after brace expansion, as Bash performs it before any
+// other expansion: "cat {README.md,/etc/shadow}" runs cat on both paths,
+// "find . -{delete,print}" is "find . -delete -print". Each alternative is
+// judged like a word written out. ok is false (and w is returned as one
+// pattern word) when the expansion makes more than maxBraceWords words or
+// more than budget.
+func braceWords(w *syntax.Word, src string, budget int) ([]Word, bool) {
+	one := convertWord(w, src)
+	if !one.Glob || !strings.Contains(sourceText(src, w), "{") {
+		return []Word{one}, true
+	}
+	cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+	if !syntax.SplitBraces(cp) {
+		return []Word{one}, true
+	}
+	var out []Word
+	for alt, err := range shexpand.BracesSeq(nil, cp) {
+		if err != nil || len(out) == maxBraceWords || len(out) >= budget {
+			return []Word{one}, false
+		}
+		cw := convertWord(alt, src)
+		cw.Pos = one.Pos
+		if !cw.Static {
+			cw.Text = one.Text
+		}
+		out = append(out, cw)
+	}
+	if len(out) == 0 {
+		return []Word{one}, true
+	}
+	return out, true
+}
+
+// optionPattern: an option word with pattern characters in its name
+// ("-del*", "-delet?", "-delet[e]", "--pr?=sh") is expanded by the shell
+// against the file names in the directory, so it may become any option (a
+// file named "-delete" is enough). Such a command is Opaque: never
+// allowed, a possible match of every deny rule and of every executing or
+// deleting option of the program model.
+func optionPattern(args []Word) string {
+	for _, w := range args[1:] {
+		if !w.Static || !w.Glob || !strings.HasPrefix(w.Text, "-") {
+			continue
+		}
+		name := w.Text
+		if strings.HasPrefix(name, "--") {
+			name, _, _ = strings.Cut(name, "=")
+		}
+		if strings.ContainsAny(name, "*?[") {
+			return fmt.Sprintf("the option word %s has pattern characters, so the shell may expand it to any option (a file named like an option is enough)", w.Text)
+		}
+	}
+	return ""
 }
 
 func assignWord(as *syntax.Assign, src string) Word {

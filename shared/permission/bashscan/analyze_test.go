@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openprogram/lifecycle/shared/permission/bashscan"
 )
@@ -133,7 +134,11 @@ func TestForms(t *testing.T) {
 		{"wrappers", `sudo -u root nice -n 5 rm -rf /`, []string{"sudo -u root nice -n 5 rm -rf /", "nice -n 5 rm -rf /", "rm -rf /", "root nice -n 5 rm -rf /", "5 rm -rf /", "/"}},
 		{"xargs", `xargs -n1 rm`, []string{"xargs -n1 rm", "rm"}},
 		{"find -exec", `find . -exec rm -f {} \;`, []string{"find . -exec rm -f {} ;", "rm -f ./*"}},
-		{"brace expansion", `rm -rf /{etc,usr}/x`, []string{"rm -rf /*"}},
+		{"brace expansion", `rm -rf /{etc,usr}/x`, []string{"rm -rf /etc/x /usr/x"}},
+		{"brace expansion of options", `ls -{l,a}`, []string{"ls -l -a"}},
+		{"nested and quoted braces", `cat {a,'b c'}{1,2}`, []string{"cat a1 a2 b c1 b c2"}},
+		{"a sequence beyond the bound stays a pattern", `echo {1..1000}`, []string{"echo *"}},
+		{"braces that do not expand", `echo {} {x} a{b`, []string{"echo {} {x} a{b"}},
 		{"computed words", `rm -rf $DIR/*`, []string{"rm -rf */*"}},
 		{"command -v describes only", `command -v rm`, []string{"command -v rm", "rm"}},
 	}
@@ -294,5 +299,37 @@ func TestContextOfCommands(t *testing.T) {
 	}
 	if self != 2 {
 		t.Errorf("found %d self-calls inside f, want 2", self)
+	}
+}
+
+// Brace expansion is bounded per word and per program: beyond the bound
+// the command is Opaque (never allowed, a possible match of every deny),
+// and the analysis stays fast.
+func TestBraceExpansionBounds(t *testing.T) {
+	cases := []struct {
+		name   string
+		src    string
+		opaque bool
+	}{
+		{"a few words", "cat {a,b}{c,d} x{1..3}", false},
+		{"one word beyond 64", "echo {1..65}", true},
+		{"the program beyond 1024", "cat " + strings.Repeat("{a,b}{c,d}{e,f} ", 200), true},
+		{"many commands share the bound", strings.Repeat("echo {a,b}{c,d}{e,f}{g,h}; ", 70), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			p, err := bashscan.Analyze(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, opaque := p.Opaque()
+			if opaque != tc.opaque {
+				t.Fatalf("opaque = %v, want %v", opaque, tc.opaque)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("analysis took %v", d)
+			}
+		})
 	}
 }

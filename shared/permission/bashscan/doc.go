@@ -16,9 +16,19 @@
 //
 //   - A Word is Static when its value is fully known before run time (quotes
 //     removed, no parameter expansion, command or arithmetic substitution,
-//     ANSI-C or locale quoting). Unquoted pathname patterns (*, ?, [..]) and
-//     brace expressions keep Static but set Glob: their text is known, their
-//     expansion depends on the file system.
+//     ANSI-C or locale quoting). Unquoted pathname patterns (*, ?, [..])
+//     keep Static but set Glob: their text is known, their expansion
+//     depends on the file system.
+//   - Brace expansion is performed as Bash performs it, before anything
+//     else (mvdan.cc/sh/v3/expand): "cat {README.md,/etc/shadow}" has the
+//     two arguments README.md and /etc/shadow, "find . -{delete,print}" is
+//     "find . -delete -print", and each alternative is judged like a word
+//     written out. A word that would expand to more than 64 words stays one
+//     Glob word and its command is Opaque.
+//   - An option word with pattern characters in its name (find . -del*,
+//     -delet?, -delet[e], --pr?=sh) may expand to any option (a file named
+//     like the option is enough): its command is Opaque. A pattern after a
+//     long option's "=" is only its value (rg --glob=*.go).
 //   - A Word's Pattern is what the word can turn into: its literal text with
 //     Wild wherever the value is computed or expanded by the shell. Patterns
 //     answer "could this command match that rule?" (see Intersect), which
@@ -36,7 +46,12 @@
 //     shell options computed at run time, a script file the same command
 //     line writes first (echo ... > x.sh; sh x.sh, curl -o i.sh ...; bash
 //     i.sh, tar -x ...; python3 d/setup.py), a script from a descriptor
-//     (source /dev/fd/3), make -f -, enable -f and a computed BASH_ENV.
+//     (source /dev/fd/3), make -f -, enable -f, a computed BASH_ENV, a sed
+//     script with the e command or the s///e flag (the command is the
+//     pattern space), a vim/ex -c, --cmd or + command that may run code the
+//     analysis does not parse (call system(), :terminal, :py, :lua, a
+//     computed command) and an abbreviation of several modelled git long
+//     options.
 //     The literal here-document or
 //     here-string a shell reads is still parsed, so its commands meet the
 //     deny rules; literal alias values are parsed the same way.
@@ -60,13 +75,15 @@
 // becomes a fact:
 //
 //   - an executed command line is an Invocation whose Wrapper names the
-//     option ("find -exec", "git bisect run", "npm exec", "rg --pre"); find
-//     -exec replaces {} with a path under each starting point ("rm ./*");
+//     option ("find -exec", "git bisect run", "npm exec", "rg --pre", "rg
+//     --hostname-bin"); find -exec replaces {} with a path under each
+//     starting point ("rm ./*");
 //   - a shell command given as a value (git -c core.pager=..., git -c
 //     alias.x='!...', git config alias.x ..., git submodule foreach, git
 //     rebase -x, git difftool --extcmd, go test -exec, go build -toolexec,
 //     go vet -vettool, tar --to-command / -I / --checkpoint-action=exec= /
-//     -F, npm exec -c, man -P, ssh -o ProxyCommand=, rsync -e, and
+//     -F, npm exec -c, man -P, ssh -o ProxyCommand=, rsync -e, the shell
+//     command of a vim/ex command (:!cmd, :%!filter, :r !cmd), and
 //     assignments of variables that hold commands: GIT_PAGER, EDITOR,
 //     LESSOPEN, GIT_SSH_COMMAND, ...) is a Script invocation, parsed like
 //     sh -c; every git -c key outside a short harmless list counts;
@@ -84,6 +101,10 @@
 //     --eval, gawk -l, an awk program calling system(), piping or printing
 //     to a file, a sed script with the e command, the s///e flag or w, an
 //     sqlite3 dot-command) is an InlineCode with the flag that introduced it.
+//
+// Git accepts any unambiguous prefix of a long option: --upload-pa=cmd is
+// --upload-pack=cmd. The git model writes out a prefix of one modelled long
+// option before judging the words, and a prefix of several is Opaque.
 //
 // Plain uses stay plain: git status, git log --oneline, find . -name
 // '*.go', go test ./..., go run, npm test, npm run build, pip install, tar

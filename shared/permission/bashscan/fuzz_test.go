@@ -38,6 +38,10 @@ func FuzzAnalyzeBash(f *testing.F) {
 		`awk '{system("rm")} {print > "f"}' f; sed 's/a/b/e;w x' f; perl -lne 'x'; python3 -Bc 'x'; node -e x`,
 		"echo rm | sh; sh <<EOF\nrm -rf ~\nEOF\n. /dev/stdin <<< 'rm'; bash -s; python3 -; base64 -d | bash",
 		"shopt -s expand_aliases\nalias x='rm -rf ~'\nx; /usr/bin/r[m] -rf ~; r? x",
+		`cat {README.md,/etc/shadow} a{b,c{d,e}}f {1..99999} -{delete,print} {'a',"b"}{x,$y}`,
+		`find . -del* -delet? -delet[e] --pr?=sh; rg --pre{=,=sh} --hostname-bin=x p`,
+		`git ls-remote --upload-pa="touch x" o; git log --outp=x --ou; vim -c ':%!rm x | y' '+r !id' -c 'call system("x")'`,
+		`sed -n '1e rm x' f; sed 's/x/y/ge;p' f`,
 		`GIT_PAGER='rm -rf ~' git log; export EDITOR=rm; env LESSOPEN='|rm %s' less f; xargs -I{} sh -c 'rm {}'`,
 	} {
 		f.Add(seed)

@@ -1,6 +1,7 @@
 package bashscan
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -29,7 +30,6 @@ import (
 
 // effects are what one invocation does besides its plain use.
 type effects struct {
-	label  string // program name for Wrapper labels ("git", "go test")
 	runs   []Invocation
 	paths  []PathRef
 	inline []InlineCode // Invocation is filled in by the caller
@@ -815,6 +815,13 @@ func rgModel(iv Invocation, e *effects) {
 		if v, next, ok := optValue(ws, k, "--pre"); ok {
 			e.runs = append(e.runs, Invocation{Words: []Word{v}, Wrapper: "rg --pre", appends: true})
 			k = next - 1
+			continue
+		}
+		// --hostname-bin runs its program, without arguments, to learn
+		// the host name (for hyperlinks).
+		if v, next, ok := optValue(ws, k, "--hostname-bin"); ok {
+			e.run("rg --hostname-bin", []Word{v})
+			k = next - 1
 		}
 	}
 }
@@ -881,6 +888,7 @@ func vimModel(iv Invocation, e *effects) {
 		if !w.Static {
 			if strings.HasPrefix(w.Text, "+") || strings.HasPrefix(w.Text, "-") {
 				e.code(w.Text, w)
+				e.setOpaque("an editor command of " + iv.Name() + " is computed at run time")
 			}
 			continue
 		}
@@ -888,10 +896,12 @@ func vimModel(iv Invocation, e *effects) {
 		case w.Text == "-c" || w.Text == "--cmd":
 			if k+1 < len(ws) {
 				e.code(w.Text, ws[k+1])
+				vimCommand(iv.Name()+" "+w.Text, ws[k+1], e)
 				k++
 			}
 		case strings.HasPrefix(w.Text, "+") && !plainPagerStart.MatchString(w.Text):
 			e.code(w.Text, w)
+			vimCommand(iv.Name()+" +", dropPrefix(w, "+"), e)
 		case w.Text == "-e" || w.Text == "-E" || w.Text == "-es" || w.Text == "-Es" || w.Text == "-se":
 			exMode = true
 		case w.Text == "-S" || w.Text == "-u" || w.Text == "-U" || w.Text == "-s" || w.Text == "-w" || w.Text == "-W" || w.Text == "-i" || w.Text == "-T" || w.Text == "-t" || w.Text == "-q" || w.Text == "--servername" || w.Text == "--remote-send":
@@ -908,6 +918,38 @@ func vimModel(iv Invocation, e *effects) {
 	}
 	if exMode {
 		e.setOpaque("in Ex mode " + iv.Name() + " reads editor commands (which may run shell commands) from standard input")
+	}
+}
+
+// exShellStart finds a shell command in an Ex command line: ":!cmd",
+// ":%!cmd" (a filter), ":r !cmd", ":w !cmd", ":silent !cmd". The shell
+// command is the rest of the line ("|" included).
+var exShellStart = regexp.MustCompile(`^[\s:]*(?:sil(?:e(?:n(?:t)?)?)?!?\s*)?[%.$0-9,;+\-'<>]*\s*(?:(?:r(?:e(?:a(?:d)?)?)?|w(?:r(?:i(?:t(?:e)?)?)?)?)\s+)?!`)
+
+// exCodeWords are Ex commands that run code or shell commands in ways the
+// analysis does not parse (a function call, a terminal, an interpreter).
+var exCodeWords = regexp.MustCompile(`(?i)system|systemlist|job_start|jobstart|term|call|exe|norm|py|lua|perl|ruby|mz|tcl|source|so\b|!|<cmd>|feedkeys|luado|pydo|rubydo|perldo`)
+
+// vimCommand judges one editor command given with -c, --cmd or +: a shell
+// command it runs (":!rm -rf ~") is parsed like sh -c and meets the rules
+// as the command it is; an Ex command that may run code the analysis does
+// not parse makes the invocation Opaque (a possible match of every deny).
+func vimCommand(label string, w Word, e *effects) {
+	if !w.Static {
+		e.setOpaque(label + " is computed at run time")
+		return
+	}
+	for _, piece := range strings.Split(w.Text, "|") {
+		if m := exShellStart.FindStringIndex(piece); m != nil {
+			// The shell command runs to the end of the line, "|" included.
+			rest := w.Text[strings.Index(w.Text, piece)+m[1]:]
+			e.script(label+" !", literalWord(rest, w.Pos))
+			return
+		}
+		if exCodeWords.MatchString(piece) {
+			e.setOpaque(fmt.Sprintf("%s %q may run code or shell commands that the analysis does not parse", label, w.Text))
+			return
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package bashscan
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -79,7 +80,68 @@ func gitKeyValue(w Word) (key string, value Word, ok bool) {
 	return k, dropPrefix(w, k+"="), true
 }
 
+// gitLongOptions are the long options the git model looks at. Git's
+// option parser accepts any unambiguous prefix of a long option
+// ("--upload-pa=cmd" is --upload-pack), so gitUnabbreviate writes such a
+// prefix out before the model judges the words.
+var gitLongOptions = []string{"--blob", "--branch", "--bundle-uri", "--cc-cmd", "--comment", "--commit-filter", "--config", "--config-env", "--default", "--depth", "--dry-run", "--env-filter", "--exclude", "--exec", "--exec-path", "--ext-diff", "--extcmd", "--file", "--filter", "--get", "--get-all", "--get-color", "--get-colorbool", "--get-regexp", "--get-urlmatch", "--git-dir", "--global", "--header-cmd", "--index-filter", "--jobs", "--list", "--msg-filter", "--name-only", "--namespace", "--open-files-in-pager", "--origin", "--output", "--output-directory", "--parent-filter", "--quiet", "--reason", "--receive-pack", "--recursive", "--ref-format", "--reference", "--remote", "--remove-section", "--rename-section", "--sendmail-cmd", "--separate-git-dir", "--server-option", "--shallow-exclude", "--shallow-since", "--show-origin", "--show-scope", "--smtp-server", "--super-prefix", "--system", "--tag-name-filter", "--template", "--to-cmd", "--tree-filter", "--type", "--unset", "--unset-all", "--upload-pack", "--value", "--work-tree"}
+
+// gitUnabbreviate returns iv with every proper prefix of a modelled long
+// option ("--outp=F") written out ("--output=F"). A prefix of several
+// modelled options may mean any of them: the command is then Opaque (git
+// itself refuses an ambiguous prefix, but the analysis does not know every
+// option of every subcommand).
+func gitUnabbreviate(iv Invocation, e *effects) (Invocation, bool) {
+	var out []Word
+	for i, w := range iv.Words {
+		if i == 0 || !w.Static || !strings.HasPrefix(w.Text, "--") || len(w.Text) < 3 {
+			if w.Static && w.Text == "--" {
+				break
+			}
+			continue
+		}
+		name, value, hasValue := strings.Cut(w.Text, "=")
+		if contains(gitLongOptions, name) {
+			continue
+		}
+		var full []string
+		for _, o := range gitLongOptions {
+			if strings.HasPrefix(o, name) {
+				full = append(full, o)
+			}
+		}
+		switch {
+		case len(full) > 1:
+			e.setOpaque(fmt.Sprintf("git accepts abbreviated long options, and %s may abbreviate any of %s", name, strings.Join(full, ", ")))
+			return iv, false
+		case len(full) == 1:
+			if out == nil {
+				out = append([]Word(nil), iv.Words...)
+			}
+			t := full[0]
+			if hasValue {
+				t += "=" + value
+			}
+			nw := w
+			nw.Text = t
+			nw.Pattern = Literal(full[0])
+			if n := len([]rune(name)); n <= len(w.Pattern) {
+				nw.Pattern = append(nw.Pattern, w.Pattern[n:]...)
+			}
+			out[i] = nw
+		}
+	}
+	if out != nil {
+		iv.Words = out
+	}
+	return iv, true
+}
+
 func gitModel(iv Invocation, e *effects) {
+	iv, ok := gitUnabbreviate(iv, e)
+	if !ok {
+		return
+	}
 	ws := iv.Words
 	var dir *Word
 	i := 1

@@ -118,9 +118,21 @@ func sedModel(iv Invocation, e *effects) {
 	for _, s := range scripts {
 		if !s.Static || !sedSimple(s.Text) {
 			e.code(s.Text, s)
+			// The e command and the s///e flag run the pattern space (or
+			// the e command's text) as a shell command: under a whole-tool
+			// allow the script is inline code, but it may match any deny.
+			if !s.Static || sedMayRun.MatchString(s.Text) {
+				e.setOpaque("the sed script may run shell commands (the e command or the s///e flag), computed from the input")
+			}
 		}
 	}
 }
+
+// sedMayRun over-approximates a sed script with an e command ("1e cmd",
+// "/x/e") or an s///e flag ("s/a/b/ge"): an 'e' after an address, a
+// separator or the closing delimiter of s, followed by the end of the
+// command.
+var sedMayRun = regexp.MustCompile(`(?:^|[\s;{}!0-9$/,])e(?:[\s;}]|$)|/[gpiImMw0-9]*e[gpiImM0-9]*(?:[\s;}]|$)`)
 
 // sedSimple reports whether a sed script only edits the stream: no e
 // command or s///e flag (runs a command), no w/W command or s///w flag
@@ -210,7 +222,11 @@ func sedSimple(s string) bool {
 			}
 			d := rs[i]
 			i++
-			if !skipRe(d) || !skipRe(d) {
+			// s/RE/REPLACEMENT/ and y/SRC/DST/: two delimited parts.
+			if !skipRe(d) {
+				return false
+			}
+			if !skipRe(d) {
 				return false
 			}
 			if c == 's' {

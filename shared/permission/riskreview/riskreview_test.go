@@ -83,15 +83,19 @@ func TestReview(t *testing.T) {
 		// Not proven safe: a person (or the model) decides. Issue 21's "no
 		// known risk pattern" class.
 		{"python -c", bash(`python3 -c 'import shutil; shutil.rmtree("/srv")'`), unproven, "python3 is not in the known-safe list"},
-		{"find ~ -delete", bash("find ~ -delete"), unproven, "option -delete of find"},
+		// find's delete is judged as the rm it is: outside the project a
+		// known risk, inside it merely not proven safe.
+		{"find ~ -delete", bash("find ~ -delete"), "destructive", "recursively deletes the home directory"},
+		{"find -delete in the project", bash("find build -delete"), unproven, "find -delete"},
 		{"find -exec", bash("find . -name '*.tmp' -exec rm {} +"), unproven, "runs another command through find -exec"},
-		{"find -fprintf", bash("find . -fprintf ~/.bashrc '%p'"), unproven, "option -fprintf of find"},
-		{"git -c pager", bash(`git -c core.pager='sh -c "id"' log`), unproven, "option -c of git"},
-		{"git -c alias", bash(`git -c alias.x='!id' x`), unproven, "option -c of git"},
-		{"git log --output", bash("git log --output ~/.bashrc"), unproven, "option --output of git"},
-		{"git diff --ext-diff", bash("git diff --ext-diff"), unproven, "--ext-diff"},
+		{"find -fprintf", bash("find . -fprintf ~/.bashrc '%p'"), "write_outside_project", "find -fprintf writes"},
+		{"find -fprintf in the project", bash("find . -fprintf out/list.txt '%p'"), unproven, "option -fprintf of find"},
+		{"git -c pager", bash(`git -c core.pager='sh -c "id"' log`), unproven, "git -c core.pager"},
+		{"git -c alias", bash(`git -c alias.x='!id' x`), unproven, "git -c alias.x"},
+		{"git log --output", bash("git log --output ~/.bashrc"), "write_outside_project", "git log --output writes"},
+		{"git diff --ext-diff", bash("git diff --ext-diff"), "computed_command", "--ext-diff"},
 		{"git diff --no-index outside", bash("git diff --no-index /etc/passwd x"), unproven, "--no-index"},
-		{"git config alias", bash("git config alias.x '!id'"), unproven, "git config is not one of the read-only git commands"},
+		{"git config alias", bash("git config alias.x '!id'"), unproven, "git config alias.x"},
 		{"git -C home", bash("git -C ~ status"), unproven, "runs git in another directory"},
 		{"git -C a subdirectory", bash("git -C vendor/evil.git log"), unproven, "a bare repository's config"},
 		{"git after cd", bash("cd vendor/evil.git && git status"), unproven, "git runs after a change of directory"},
@@ -99,7 +103,7 @@ func TestReview(t *testing.T) {
 		{"git branch -D", bash("git branch -D main"), unproven, "may create, rename or delete"},
 		{"git stash", bash("git stash"), unproven, "only git stash list"},
 		{"git push", bash("git push -u origin feature/login"), unproven, "git push is not one of the read-only git commands"},
-		{"npm exec", bash("npm exec cowsay"), unproven, "npm is not in the known-safe list"},
+		{"npm exec", bash("npm exec cowsay"), unproven, "npm exec"},
 		{"perl -e", bash("perl -e 'unlink glob q{*}'"), unproven, "perl is not in the known-safe list"},
 		{"sqlite3 delete", bash("sqlite3 app.db 'DELETE FROM users'"), unproven, "sqlite3 is not in the known-safe list"},
 		{"chmod 777", bash("chmod 777 deploy.sh"), unproven, "chmod is not in the known-safe list"},
@@ -109,7 +113,7 @@ func TestReview(t *testing.T) {
 		{"docker run", bash("docker run --rm -v /:/host alpine sh"), unproven, "docker"},
 		{"ssh", bash("ssh host"), unproven, "ssh"},
 		{"nc -l", bash("nc -l 8080"), unproven, "nc is not in the known-safe list"},
-		{"openssl | sh", bash("openssl enc -d -aes256 -in x.enc | sh"), unproven, "openssl is not in the known-safe list"},
+		{"openssl | sh", bash("openssl enc -d -aes256 -in x.enc | sh"), "computed_command", "reads its script from standard input"},
 		{"make", bash("make test"), unproven, "make is not in the known-safe list"},
 		{"rm inside the project", bash("rm -rf build"), unproven, "rm is not in the known-safe list"},
 		{"cat outside the project", bash("cat /etc/hosts"), unproven, "reads /etc/hosts, outside the project scope"},
@@ -120,13 +124,13 @@ func TestReview(t *testing.T) {
 		{"ls outside after cd", bash("cd / && ls"), unproven, "reads /, outside"},
 		{"directory unknown", bash("pushd src && popd && ls"), unproven, "not known before run time"},
 		{"glob climbing out", bash("cat ../*/secret"), unproven, "may climb out"},
-		{"brace naming an outside path", bash("cat {README.md,/etc/hosts}"), unproven, "may climb out"},
+		{"brace naming an outside path", bash("cat {README.md,/etc/hosts}"), unproven, "reads /etc/hosts, outside the project scope"}, // braces are expanded: each path is judged,
 		{"dot glob matching ..", bash("cat .*/x"), unproven, "may climb out"},
 		{"printf -v", bash("printf -v PATH %s /tmp/x; ls"), unproven, "option -v of printf"},
 		{"wait -p", bash("ls & wait -n -p PATH"), unproven, "option -p of wait"},
-		{"rg --pre", bash("rg --pre ./x TODO"), unproven, "option --pre of rg"},
+		{"rg --pre", bash("rg --pre ./x TODO"), unproven, "rg --pre"},
 		{"rg -z", bash("rg -iz TODO"), unproven, "option -iz of rg"},
-		{"sort -o", bash("sort -o ~/.bashrc x"), unproven, "option -o of sort"},
+		{"sort -o", bash("sort -o ~/.bashrc x"), "write_outside_project", "sort -o writes"},
 		{"sort -o in a cluster", bash("sort -uo .git/config x"), unproven, "option -uo of sort"},
 		{"grep following links", bash("grep -rnR key ."), unproven, "follows symbolic links"},
 		{"rg following links", bash("rg -L key"), unproven, "follows symbolic links"},
@@ -134,14 +138,15 @@ func TestReview(t *testing.T) {
 		{"write a HEAD file", input("Write", "file_path", "sub/HEAD", "content", "ref: refs/heads/main"), unproven, "look like a git repository"},
 		{"redirect to a HEAD file", bash("echo ref: refs/heads/x > HEAD"), unproven, "look like a git repository"},
 		{"sed script", bash("sed -i 's/a/b/' main.go"), unproven, "only sed -n"},
-		{"sed e command", bash("sed -n '1e id' main.go"), unproven, "only sed -n"},
+		{"sed e command", bash("sed -n '1e id' main.go"), "computed_command", "may run shell commands"},
 		{"uniq output", bash("uniq in.txt out.txt"), unproven, "uniq writes its second operand"},
 		{"jq env", bash("jq -n env"), unproven, "environment"},
-		{"go test -exec", bash("go test -exec 'rm -rf ~' ./..."), unproven, "option -exec"},
+		{"go test -exec", bash("go test -exec 'rm -rf ~' ./..."), "destructive", "rm -rf ~"},
+		{"go test -exec of a harmless program", bash("go test -exec ./wrap ./..."), unproven, "go test -exec"},
 		{"go build -toolexec", bash("go build -toolexec=./evil ./..."), unproven, "-toolexec"},
 		{"go test import path", bash("go test example.com/dep"), unproven, "import path"},
 		{"go run", bash("go run ./cmd/x"), unproven, "go run is not one of"},
-		{"go build -o outside", bash("go build -o /usr/local/bin/app ."), unproven, "writes /usr/local/bin/app"},
+		{"go build -o outside", bash("go build -o /usr/local/bin/app ."), "write_outside_project", "writes /usr/local/bin/app"},
 		{"redirect into .git", bash("echo '[core] fsmonitor = id' >> .git/config"), unproven, "inside a .git directory"},
 		{"touch outside", bash("touch -d 2020-01-01 ~/.x"), riskreview.WriteOutsideProject, ""},
 		{"touch a glob", bash("touch *.go"), unproven, "not known before run time"},
@@ -153,7 +158,7 @@ func TestReview(t *testing.T) {
 		{"export", bash("export GOFLAGS=-toolexec=./x; go build"), unproven, "sets GOFLAGS="},
 		{"program by relative path", bash("./ls"), unproven, "a program named by its path"},
 		{"shell by a temp path", bash("/tmp/x/bash -c 'ls'"), unproven, "a program named by its path"},
-		{"shell reading stdin", bash("echo ls | sh"), unproven, "sh is not in the known-safe list"},
+		{"shell reading stdin", bash("echo ls | sh"), "computed_command", "reads its script from standard input"},
 		{"interpreter running a script", bash("python3 tool.py"), unproven, "python3"},
 		{"alias", bash("alias ls='id'"), unproven, "alias"},
 		{"shell startup file", bash("bash --init-file ./x.sh -ic 'ls'"), unproven, "shell option --init-file"},
@@ -248,6 +253,9 @@ func TestReview(t *testing.T) {
 			default:
 				if v.Kind != permission.VerdictBlock || !strings.Contains("|"+tc.want+"|", "|"+v.Category+"|") {
 					t.Fatalf("verdict %s %q (%s), want block %s", v.Kind, v.Category, v.Reason, tc.want)
+				}
+				if !strings.Contains(v.Reason, tc.why) {
+					t.Errorf("reason %q does not say %q", v.Reason, tc.why)
 				}
 			}
 		})
