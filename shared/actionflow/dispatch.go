@@ -53,22 +53,25 @@ func alreadyDispatched(a Action) ToolResult {
 			a.Start.StartedAt.Format(time.RFC3339Nano), a.Start.AttemptID)}
 }
 
-// claim takes the attempt lease and writes start evidence (a fenced owner
-// write). It returns the started action and its task. process is the
-// activation of the process whose in-process worker claims (or "").
-func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, kind string, process ids.AttemptID) (Action, Task, error) {
+// claim takes the attempt lease for ttl and writes start evidence (a
+// fenced owner write). It returns the started action and its task. process
+// is the activation of the process whose in-process worker claims (or "").
+func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, kind string, process ids.AttemptID, ttl time.Duration) (Action, Task, error) {
 	if a.States.Permission != lifecycle.PermissionAllow {
 		return a, Task{}, &PermanentError{Code: "not_allowed", Msg: "permission is " + string(a.States.Permission)}
 	}
 	if a.Closed != nil {
 		return a, Task{}, &PermanentError{Code: "closed", Msg: "the action was closed (" + a.Closed.Reason + "); it is never dispatched"}
 	}
-	lease, err := s.cfg.Store.AcquireLease(ctx, store.LeaseRequest{Resource: leaseResource(a.ActionID), AttemptID: string(attempt), TTL: s.cfg.LeaseTTL, Now: s.now()})
+	lease, err := s.cfg.Store.AcquireLease(ctx, store.LeaseRequest{Resource: leaseResource(a.ActionID), AttemptID: string(attempt), TTL: ttl, Now: s.now()})
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return a, Task{}, &NotStartedError{Code: "lease_held", Msg: err.Error()}
 		}
 		return a, Task{}, &NotStartedError{Code: "store", Msg: "acquire attempt lease: " + err.Error()}
+	}
+	if err := faults.At(ctx, faults.AfterLease); err != nil {
+		return a, Task{}, &NotStartedError{Code: "crash", Msg: err.Error()}
 	}
 	st, err := a.States.WithStart()
 	if err != nil {
@@ -101,7 +104,7 @@ func (s *Service) dispatchSync(ctx context.Context, in StepInput) (ToolResult, e
 	if !ok {
 		return ToolResult{}, &PermanentError{Code: "no_executor", Msg: "no executor of kind " + kind}
 	}
-	a, task, err := s.claim(ctx, a, ids.NewAttemptID(), kind, "")
+	a, task, err := s.claim(ctx, a, ids.NewAttemptID(), kind, "", s.cfg.LeaseTTL)
 	if err != nil {
 		return ToolResult{}, err
 	}
@@ -279,7 +282,7 @@ func (s *Service) hostStart(ctx context.Context, id ids.ActionID, attempt ids.At
 	} else if err != nil {
 		return Task{}, fmt.Errorf("heartbeat before claiming %s: %w", id, err)
 	}
-	_, task, err := s.claim(ctx, a, attempt, ExecutorHost, process)
+	_, task, err := s.claim(ctx, a, attempt, ExecutorHost, process, HostLeaseTTL)
 	if err != nil {
 		return Task{}, err
 	}
@@ -294,7 +297,7 @@ func (s *Service) hostStart(ctx context.Context, id ids.ActionID, attempt ids.At
 // rejected. The result is made durable on the action, then the dispatch
 // wait is completed.
 func (s *Service) HostResult(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res ToolResult) error {
-	if _, err := s.cfg.Store.RenewLease(ctx, store.Lease{Resource: leaseResource(id), AttemptID: string(attempt), Fence: fence}, s.cfg.LeaseTTL, s.now()); err != nil {
+	if _, err := s.cfg.Store.RenewLease(ctx, store.Lease{Resource: leaseResource(id), AttemptID: string(attempt), Fence: fence}, HostLeaseTTL, s.now()); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return &ConflictError{Code: "stale_attempt", Msg: err.Error()}
 		}

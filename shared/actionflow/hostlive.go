@@ -18,6 +18,14 @@ import (
 // wait's one-hour timeout. statemachines' tests keep the two in step.
 const HostHeartbeatEvery = 20 * time.Second
 
+// HostLeaseTTL is how long a host worker's claim owns a task without a
+// heartbeat: as long as the dispatch wait survives without one. A worker
+// that died between taking the lease and writing start evidence (nothing
+// ran) therefore holds the task up for a minute, not for Config.LeaseTTL;
+// after that a new claim takes the lease over with a higher fence, so the
+// dead attempt could never write start evidence or a result.
+const HostLeaseTTL = 3 * HostHeartbeatEvery
+
 // TaskHeartbeater is the SendTaskHeartbeat of a TaskCompleter (Step
 // Functions, the embedded engine). A TaskCompleter without it (a test
 // fake) makes heartbeats no-ops.
@@ -40,7 +48,7 @@ func (s *Service) heartbeat(ctx context.Context, token string) error {
 // is a *ConflictError "wait_ended": the worker should still post its
 // result, which is kept on the action as evidence for reconciliation.
 func (s *Service) HostHeartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error {
-	if _, err := s.cfg.Store.RenewLease(ctx, store.Lease{Resource: leaseResource(id), AttemptID: string(attempt), Fence: fence}, s.cfg.LeaseTTL, s.now()); err != nil {
+	if _, err := s.cfg.Store.RenewLease(ctx, store.Lease{Resource: leaseResource(id), AttemptID: string(attempt), Fence: fence}, HostLeaseTTL, s.now()); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return &ConflictError{Code: "stale_attempt", Msg: err.Error()}
 		}

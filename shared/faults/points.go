@@ -2,6 +2,9 @@ package faults
 
 // The named crash points, in lifecycle order.
 const (
+	// AfterLease: a dispatch attempt holds the action's lease and has not
+	// written start evidence yet (nothing ran).
+	AfterLease         = "after_lease"
 	AfterStartEvidence = "after_start_evidence"
 	AfterExecutor      = "after_executor"
 	AfterReceipt       = "after_receipt"
@@ -10,7 +13,7 @@ const (
 )
 
 // Points lists every named point.
-var Points = []string{AfterStartEvidence, AfterExecutor, AfterReceipt, AfterCheckpoint, AfterProjection}
+var Points = []string{AfterLease, AfterStartEvidence, AfterExecutor, AfterReceipt, AfterCheckpoint, AfterProjection}
 
 // CrashError is what an injected fault returns: the step stops right there,
 // with nothing after the point done.

@@ -27,7 +27,7 @@ const session = "ses_chaos"
 
 // faultKills makes the faultinject build SIGKILL itself at the named
 // lifecycle points with these probabilities (shared/faults).
-const faultKills = "after_start_evidence=0.01,after_executor=0.01,after_receipt=0.01,after_checkpoint=0.01,after_projection=0.005"
+const faultKills = "after_lease=0.01,after_start_evidence=0.01,after_executor=0.01,after_receipt=0.01,after_checkpoint=0.01,after_projection=0.005"
 
 // Auto mode: rules decide first; what no rule decides goes to the built-in
 // reviewer, which blocks `sudo` (a refusal that the session counts).

@@ -1,7 +1,7 @@
 // Package chaos is the black-box chaos run of the lifecycle: a real
 // `lifecycle serve` process (built with the faultinject tag), SIGKILLed at
 // random moments and at named points inside the lifecycle (after start
-// evidence, after the executor, after the receipt, after the checkpoint,
+// evidence (and between taking a task's lease and writing it), after the executor, after the receipt, after the checkpoint,
 // after the projection) and restarted on the same state directory, under a
 // concurrent load of allow, ask and deny actions whose host tool appends one
 // line per real execution to a ledger in the workspace.
