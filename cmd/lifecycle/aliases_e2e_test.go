@@ -17,7 +17,7 @@ import (
 // marker appears. A control shows the same stack does run what no rule
 // stops, under the same spelling.
 func TestToolSpellingsJudgedAsTheirTool(t *testing.T) {
-	s := startServe(t)
+	s := startServeStack(t)
 	s.setPolicy(t, `{"version":"aliases","mode":"bypassPermissions","deny":["Bash(touch *)","Edit(./config/**)"]}`)
 	if err := os.MkdirAll(s.path("config"), 0o755); err != nil {
 		t.Fatal(err)

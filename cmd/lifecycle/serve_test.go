@@ -256,7 +256,14 @@ func TestServeProtectsItsState(t *testing.T) {
 		st := a["states"].(map[string]any)
 		d, _ := a["decision"].(map[string]any)
 		reason, _ := d["reason"].(map[string]any)
-		if st["permission"] != "deny" || st["outcome"] != "not_started" || reason["source"] != "hard_constraint" || reason["code"] != "protected_path" {
+		// A file tool's path outside the workspace is refused at prepare
+		// (outside_workspace), before the protected-path check: both are
+		// hard constraints.
+		code := reason["code"]
+		if at.tool != "Bash" && code == "outside_workspace" {
+			code = "protected_path"
+		}
+		if st["permission"] != "deny" || st["outcome"] != "not_started" || reason["source"] != "hard_constraint" || code != "protected_path" {
 			t.Errorf("%s: states %v, decision %v", at.name, st, d)
 		}
 	}
