@@ -51,7 +51,7 @@ func (s *Service) checkArguments(tool string, args json.RawMessage) *InvalidArgu
 			if seen[pa.Field] {
 				continue
 			}
-			if err := insideWorkspace(s.cfg.Workspace, pa.Path); err != nil {
+			if _, err := WorkspacePath(s.cfg.Workspace, pa.Path); err != nil {
 				v.Problems = append(v.Problems, FieldProblem{Field: pa.Field, Problem: err.Error()})
 				v.OutsideWorkspace = true
 			}
@@ -63,14 +63,15 @@ func (s *Service) checkArguments(tool string, args json.RawMessage) *InvalidArgu
 	return &v
 }
 
-// insideWorkspace resolves p as the host tools do (relative to root,
-// ".." cleaned, symbolic links of its deepest existing ancestor followed)
-// and refuses a path that lands outside root. The host tool checks again
-// when it runs (a link may change in between).
-func insideWorkspace(root, p string) error {
+// WorkspacePath resolves a host tool's path the one way prepare and the
+// host tools share: relative to root, ".." cleaned, symbolic links of its
+// deepest existing ancestor followed (the rest may not exist yet). A path
+// that lands outside root is an error naming it. The host tool resolves
+// again when it runs (a link may change in between).
+func WorkspacePath(root, p string) (string, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return fmt.Errorf("workspace %q: %w", root, err)
+		return "", fmt.Errorf("workspace %q: %w", root, err)
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
@@ -95,9 +96,9 @@ func insideWorkspace(root, p string) error {
 	}
 	rel, err := filepath.Rel(abs, full)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%q is outside the workspace", p)
+		return "", fmt.Errorf("%q is outside the workspace", p)
 	}
-	return nil
+	return full, nil
 }
 
 // invalidDecision is the refusal of an action whose arguments prepare

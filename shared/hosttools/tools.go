@@ -93,36 +93,9 @@ func (r Runner) resolve(field, p string) (string, *actionflow.FieldProblem) {
 	if p == "" {
 		return "", &actionflow.FieldProblem{Field: field, Problem: "required"}
 	}
-	root, err := filepath.Abs(r.Workspace)
+	full, err := actionflow.WorkspacePath(r.Workspace, p)
 	if err != nil {
 		return "", &actionflow.FieldProblem{Field: field, Problem: err.Error()}
-	}
-	if rr, err := filepath.EvalSymlinks(root); err == nil {
-		root = rr
-	}
-	full := p
-	if !filepath.IsAbs(full) {
-		full = filepath.Join(root, p)
-	}
-	full = filepath.Clean(full)
-	// Resolve symlinks of the deepest existing ancestor so a link cannot lead out.
-	probe := full
-	var rest []string
-	for {
-		if real, err := filepath.EvalSymlinks(probe); err == nil {
-			full = filepath.Join(append([]string{real}, rest...)...)
-			break
-		}
-		parent := filepath.Dir(probe)
-		if parent == probe {
-			break
-		}
-		rest = append([]string{filepath.Base(probe)}, rest...)
-		probe = parent
-	}
-	rel, err := filepath.Rel(root, full)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", &actionflow.FieldProblem{Field: field, Problem: fmt.Sprintf("%q is outside the workspace", p)}
 	}
 	return full, nil
 }
