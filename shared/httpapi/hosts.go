@@ -89,15 +89,10 @@ func (h *api) hostResult(w http.ResponseWriter, r *http.Request, c *call) error 
 	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
 		return err
 	}
-	if err := ids.Validate("attempt_id", string(b.AttemptID)); err != nil {
-		return badRequest("invalid_field", "attempt_id", err.Error())
+	if err := checkAttempt(b.AttemptID, b.Fence); err != nil {
+		return err
 	}
-	switch {
-	case b.Fence == nil:
-		return badRequest("missing_field", "fence", "fence is required (from the start response)")
-	case *b.Fence <= 0:
-		return badRequest("invalid_field", "fence", "fence must be positive")
-	case b.Result == nil:
+	if b.Result == nil {
 		return badRequest("missing_field", "result", "result is required")
 	}
 	switch b.Result.Outcome {
@@ -121,18 +116,27 @@ func (h *api) hostHeartbeat(w http.ResponseWriter, r *http.Request, c *call) err
 	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
 		return err
 	}
-	if err := ids.Validate("attempt_id", string(b.AttemptID)); err != nil {
-		return badRequest("invalid_field", "attempt_id", err.Error())
-	}
-	switch {
-	case b.Fence == nil:
-		return badRequest("missing_field", "fence", "fence is required (from the start response)")
-	case *b.Fence <= 0:
-		return badRequest("invalid_field", "fence", "fence must be positive")
+	if err := checkAttempt(b.AttemptID, b.Fence); err != nil {
+		return err
 	}
 	if err := h.svc.HostHeartbeat(r.Context(), c.t.Action.ActionID, b.AttemptID, *b.Fence); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, HostResultResponse{ActionID: c.t.Action.ActionID, Status: "alive"})
+	return nil
+}
+
+// checkAttempt checks the attempt and fence a worker got from the start
+// response, which it sends back with every heartbeat and its result.
+func checkAttempt(attempt ids.AttemptID, fence *int64) error {
+	if err := ids.Validate("attempt_id", string(attempt)); err != nil {
+		return badRequest("invalid_field", "attempt_id", err.Error())
+	}
+	switch {
+	case fence == nil:
+		return badRequest("missing_field", "fence", "fence is required (from the start response)")
+	case *fence <= 0:
+		return badRequest("invalid_field", "fence", "fence must be positive")
+	}
 	return nil
 }
