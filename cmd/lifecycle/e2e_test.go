@@ -7,7 +7,7 @@ package main
 //
 //	s := startServeStack(t)
 //	s.setPolicy(t, `{"version":"v1","allow":["Bash(ls *)"],"deny":["Bash(touch *)"]}`)
-//	perm, outcome := submitBash(t, s, s.session, "ls &>/dev/null touch m")
+//	v := bashAction(t, s, s.session, "ls &>/dev/null touch m")
 //	s.exists(t, "m") // what the host's bash did in s.workspace
 
 import (
@@ -185,17 +185,9 @@ func (s *serveStack) settled(token string, id ids.ActionID, within time.Duration
 	}
 }
 
-// submitBash submits a Bash command as the agent of session and waits for
-// it to settle: the permission decided and, unless it is an ask waiting
-// for a human, the outcome (the host worker ran it in s.workspace when
-// allowed).
-func submitBash(t testing.TB, s *serveStack, session ids.SessionID, command string) (lifecycle.Permission, lifecycle.Outcome) {
-	t.Helper()
-	v := bashAction(t, s, session, command)
-	return v.States.Permission, v.States.Outcome
-}
-
-// bashAction is submitBash returning the whole action (decision, start
+// bashAction submits a Bash command as the agent of session and waits for
+// it to settle (the permission decided and, unless it is an ask waiting for
+// a human, the outcome); it returns the whole action (decision, start
 // evidence, receipt).
 func bashAction(t testing.TB, s *serveStack, session ids.SessionID, command string) httpapi.ActionView {
 	t.Helper()
