@@ -515,7 +515,49 @@ func (c *protectCheck) invocation(what string, iv bashscan.Invocation) {
 	if how, ok := runsCode(name, args); ok && len(c.paths) > 0 {
 		c.note(touch{what: what, target: c.first(), how: how, possible: true})
 	}
+	if !walkers(name, args) && !bounded[name] {
+		// A program this check does not know may walk a directory it is
+		// given (rimraf ~, a project's own tool): a directory above a
+		// protected path is a possible reach, never allowed unseen.
+		for _, w := range args {
+			if w.Static && !w.Glob && !strings.HasPrefix(w.Text, "-") {
+				c.ancestor(what, w.Text)
+			}
+		}
+	}
 }
+
+// ancestor notes a possible reach when tok names a directory strictly
+// above a protected path (from any directory the program may be in).
+func (c *protectCheck) ancestor(what, tok string) {
+	dirs := c.dirs
+	if tok == "~" || strings.HasPrefix(tok, "~/") || path.IsAbs(tok) {
+		dirs = []string{c.x.scope.WorkingDir}
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		names, _ := c.namesFrom(d, tok)
+		for _, abs := range names {
+			for _, p := range c.paths {
+				if p != abs && within(p, abs) {
+					c.note(touch{what: what, target: p, how: "is given a directory that contains", possible: true})
+					return
+				}
+			}
+		}
+	}
+}
+
+// bounded programs never walk the directories they are given (they list,
+// print, test or change into one, or take no paths at all).
+var bounded = protectSet("ls", "cat", "echo", "printf", "cd", "pushd", "popd", "stat", "test", "[", "mkdir", "touch",
+	"wc", "head", "tail", "file", "realpath", "readlink", "basename", "dirname", "pwd", "which", "type", "true", "false",
+	"sleep", "date", "df", "id", "whoami", "uname", "sort", "uniq", "cut", "tr", "cmp", "md5sum", "sha1sum",
+	"sha256sum", "sha512sum", "jq", "env", "time", "timeout", "nice", "nohup", "command", "builtin", "exec", "eval",
+	"export", "local", "declare", "readonly", "set", "unset", "shift", "read", "wait", "kill", "exit", "return",
+	"break", "continue", "sudo", "doas", "xargs", "stdbuf", "ionice", "setsid")
 
 func (c *protectCheck) credentialTarget() string {
 	for _, p := range c.paths {

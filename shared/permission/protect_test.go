@@ -2,8 +2,11 @@ package permission_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -291,5 +294,50 @@ func TestProtectedPathsLargeInput(t *testing.T) {
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("%s: %v for %d bytes (%s)", name, el, len(cmd), d.Permission)
 		}
+	}
+}
+
+// A program this check does not know, given a directory above a protected
+// path, may walk it: never allowed unseen, whatever the policy (corpus d150:
+// `npm exec -- rimraf ~` deletes ~/.ssh). Bounded programs given the same
+// directory (ls ~, cd ~) are not asked about.
+func TestProtectedPathsUnknownProgramGivenAnAncestor(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "proj")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := permission.NewEngine(permission.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := permission.MustParsePolicy(`{"version":"v1","mode":"bypassPermissions"}`)
+	cases := []struct {
+		command string
+		allowed bool
+	}{
+		{"rimraf ~", false},
+		{"npm exec -- rimraf ~", false},
+		{"./tools/cleanup ..", false},
+		{"rimraf build", true},
+		{"ls ~", true},
+		{"cd ~ && pwd", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.command, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]string{"command": tc.command})
+			d, err := eng.Decide(context.Background(), permission.Request{Policy: pol,
+				Trusted: permission.Trusted{SessionID: "ses_1", WorkingDir: ws, ProjectRoot: ws, HomeDir: home, Interactive: true},
+				Call:    permission.Call{ActionID: "act_1", Tool: "Bash", Args: args}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Permission == lifecycle.PermissionAllow; got != tc.allowed {
+				t.Fatalf("allowed %v, want %v: %+v", got, tc.allowed, d.Reason)
+			}
+			if !tc.allowed && (d.Reason.Source != permission.SourceHardConstraint || d.Reason.Code != permission.CodeUnverifiable) {
+				t.Fatalf("reason %+v, want a possible reach of a protected path", d.Reason)
+			}
+		})
 	}
 }
