@@ -13,4 +13,9 @@
 // climbs out with ".." is refused here; absolute paths and symbolic links
 // are resolved by the caller, which knows the workspace). It never reads
 // the filesystem.
+//
+// It also knows the other spellings of the built-in tools (CanonicalTool,
+// ToolNames): bash, read_file, write_file and edit_file are Bash, Read,
+// Write and Edit to every component that judges, routes or runs a tool by
+// name.
 package identity
