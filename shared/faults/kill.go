@@ -28,7 +28,7 @@ func parseKill(spec string) map[string]float64 {
 	if strings.TrimSpace(spec) == "" {
 		return out
 	}
-	known := map[string]bool{}
+	known := map[string]bool{AfterLease: true}
 	for _, p := range Points {
 		known[p] = true
 	}
@@ -37,7 +37,7 @@ func parseKill(spec string) map[string]float64 {
 		p, err := strconv.ParseFloat(prob, 64)
 		if !ok || err != nil || p < 0 || p > 1 || !known[name] {
 			panic(fmt.Sprintf("%s: %q is not point=probability with a known point (%s) and 0 <= probability <= 1",
-				KillEnv, part, strings.Join(Points, ", ")))
+				KillEnv, part, strings.Join(append([]string{AfterLease}, Points...), ", ")))
 		}
 		out[name] = p
 	}

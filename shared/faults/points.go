@@ -12,8 +12,10 @@ const (
 	AfterProjection    = "after_projection"
 )
 
-// Points lists every named point.
-var Points = []string{AfterLease, AfterStartEvidence, AfterExecutor, AfterReceipt, AfterCheckpoint, AfterProjection}
+// Points lists the named points from start evidence on, the ones the
+// recovery matrices cross with every path (AfterLease, before anything can
+// have run, has tests of its own).
+var Points = []string{AfterStartEvidence, AfterExecutor, AfterReceipt, AfterCheckpoint, AfterProjection}
 
 // CrashError is what an injected fault returns: the step stops right there,
 // with nothing after the point done.
