@@ -80,7 +80,9 @@ func CheckStateDir(stateDir, workspace string) (warning string, err error) {
 		return "", &StateDirError{StateDir: st, Workspace: ws, Msg: "the state directory is inside the workspace, where the agent's tools run; choose one outside it (the default is under $XDG_STATE_HOME)"}
 	case within(ws, st):
 		return "", &StateDirError{StateDir: st, Workspace: ws, Msg: "the workspace is inside the state directory; choose a workspace outside it"}
-	case within(st, filepath.Dir(ws)):
+	case filepath.Dir(st) == filepath.Dir(ws):
+		// Only a sibling: the default under ~/.local/state lies below the
+		// parent of a workspace in the home directory, and that is fine.
 		return fmt.Sprintf("the state directory %s is beside the workspace %s: tools are denied any path into it, but it is one directory away; the default (%s) is safer", st, ws, "$XDG_STATE_HOME/"+StateRootName), nil
 	}
 	return "", nil

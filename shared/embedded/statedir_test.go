@@ -43,6 +43,9 @@ func TestCheckStateDir(t *testing.T) {
 	}{
 		{"outside", filepath.Join(t.TempDir(), "state"), false, false},
 		{"beside the workspace (the old layout)", filepath.Join(base, ".lifecycle"), false, true},
+		// A workspace in the home directory and the default state under
+		// ~/.local/state: below the workspace's parent, not beside it.
+		{"deeper below the workspace's parent (the XDG default)", filepath.Join(base, ".local", "state", "openprogram-lifecycle", "workspace-0123"), false, false},
 		{"inside the workspace", filepath.Join(ws, ".lifecycle"), true, false},
 		{"the workspace itself", ws, true, false},
 		{"containing the workspace", base, true, false},
