@@ -72,10 +72,12 @@ bench:
 	$(GO) test -run '^$$' -bench Lifecycle -benchtime 3000x -timeout 60m ./shared/embedded/
 
 ## chaos: the black-box chaos run at scale: a real `lifecycle serve` SIGKILLed and restarted under load
-## (N actions, default 10000; CHAOS_SEED=<seed> replays a run; a failed run is kept under artifacts/chaos/)
+## (N actions, default 10000; a kill from outside every 5 s on average and 0.2% per lifecycle point from inside,
+## KILL_EVERY_MS= and FAULT_PERMILLE= to change; CHAOS_SEED=<seed> replays a run; a failed run is kept under artifacts/chaos/)
 N ?= 10000
 chaos:
-	CHAOS_N=$(N) $(GO) test -count=1 -run '^TestChaosBlackBox$$' -timeout 240m -v ./tests/chaos/
+	CHAOS_N=$(N) CHAOS_KILL_EVERY_MS=$(or $(KILL_EVERY_MS),5000) CHAOS_FAULT_PERMILLE=$(or $(FAULT_PERMILLE),2) \
+	  $(GO) test -count=1 -run '^TestChaosBlackBox$$' -timeout 240m -v ./tests/chaos/
 
 ## fuzz: a short fuzzing pass over the rule parser, the Bash analysis and its program model, protected paths,
 ## symbolic-link resolution, decisions under a deny policy and the auto-mode reviewer

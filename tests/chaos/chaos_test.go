@@ -26,8 +26,10 @@ import (
 const session = "ses_chaos"
 
 // faultKills makes the faultinject build SIGKILL itself at the named
-// lifecycle points with these probabilities (shared/faults).
-const faultKills = "after_lease=0.01,after_start_evidence=0.01,after_executor=0.01,after_receipt=0.01,after_checkpoint=0.01,after_projection=0.005"
+// lifecycle points, each with probability p (after the projection p/2).
+func faultKills(p float64) string {
+	return fmt.Sprintf("after_lease=%g,after_start_evidence=%g,after_executor=%g,after_receipt=%g,after_checkpoint=%g,after_projection=%g", p, p, p, p, p, p/2)
+}
 
 // Auto mode: rules decide first; what no rule decides goes to the built-in
 // reviewer, which blocks `sudo` (a refusal that the session counts).
@@ -59,6 +61,13 @@ func TestChaosBlackBox(t *testing.T) {
 		t.Skip("black-box chaos run: not in -short")
 	}
 	n := envInt(t, "CHAOS_N", 300)
+	// How hard to kill: the mean time between kills from outside
+	// (CHAOS_KILL_EVERY_MS, default 1700: a kill every 0.4-3 s) and the
+	// per-point probability of a kill from inside (CHAOS_FAULT_PERMILLE,
+	// default 10 = 1%). A long run kills less often per second so that it
+	// makes progress between restarts; the kill count is reported.
+	killEvery := envInt(t, "CHAOS_KILL_EVERY_MS", 1700)
+	faultP := float64(envInt(t, "CHAOS_FAULT_PERMILLE", 10)) / 1000
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -83,7 +92,7 @@ func TestChaosBlackBox(t *testing.T) {
 	if err := os.MkdirAll(srv.logs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.start(faultKills); err != nil {
+	if err := srv.start(faultKills(faultP)); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.stop()
@@ -137,7 +146,7 @@ func TestChaosBlackBox(t *testing.T) {
 			select {
 			case <-loadDone:
 				return
-			case <-time.After(time.Duration(400+krng.IntN(2600)) * time.Millisecond):
+			case <-time.After(time.Duration(killEvery/4+krng.IntN(killEvery*3/2)) * time.Millisecond):
 			}
 			srv.kill()
 		}
