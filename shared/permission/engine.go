@@ -20,7 +20,8 @@ import (
 // Config configures an Engine.
 type Config struct {
 	// Classifier reviews calls in auto mode (riskreview.New() is the
-	// default the service wires; bedrockreview is the LLM alternative).
+	// default the service wires; riskreview.New(riskreview.WithModel(m))
+	// sends what it cannot prove safe to a model such as bedrockreview).
 	// Nil: auto-mode calls that need a review are asked (interactive) or
 	// denied with CodeNoClassifier.
 	Classifier Classifier
