@@ -39,6 +39,7 @@ var Routes = []Route{
 	{Method: "GET", Path: "/v1/hosts/tasks"},
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/start"},
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/result"},
+	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/heartbeat"},
 	{Method: "GET", Path: "/healthz", Public: true},
 	// The Activity UI: static files served by the api function.
 	{Method: "GET", Path: "/", Public: true},
