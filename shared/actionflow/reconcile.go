@@ -120,17 +120,17 @@ func (s *Service) Reconcile(ctx context.Context, id ids.ActionID, req ReconcileR
 	}
 	digest := reconcileDigest(req)
 	for i := 0; ; i++ {
-		if prev, err := s.GetReconciliation(ctx, id); err == nil {
-			return s.repeated(prev, digest)
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return Reconciliation{}, false, fmt.Errorf("reconcile %s: %w", id, err)
-		}
 		a, err := s.getAction(ctx, id)
 		if err != nil {
 			return Reconciliation{}, false, err
 		}
 		if by.Role != "admin" && by.Session != a.SessionID {
 			return Reconciliation{}, false, &ForbiddenError{Msg: "the action belongs to another session"}
+		}
+		if prev, err := s.GetReconciliation(ctx, id); err == nil {
+			return s.repeated(prev, digest)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return Reconciliation{}, false, fmt.Errorf("reconcile %s: %w", id, err)
 		}
 		st, err := a.States.WithReconciliation(req.Outcome)
 		if err != nil {
