@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -100,9 +99,9 @@ func (s *Service) GetReconciliation(ctx context.Context, id ids.ActionID) (Recon
 // record once, moves the action's outcome to the reconciled one
 // (lifecycle.States.WithReconciliation, which also takes the action out of
 // its execution's RECONCILE# index: Needs attention), folds it into the
-// execution's checkpoint (a failed outcome counts as a recent failure of
-// the operation, a succeeded one clears it) and appends the
-// action.reconciled event. The sealed receipt is never rewritten.
+// execution's checkpoint (Checkpoint.Reconciled; the recent-failure map
+// is left alone) and appends the action.reconciled event. The sealed
+// receipt is never rewritten.
 //
 // Answers: the record and true when this call applied it; the stored
 // record and false for the same request again (idempotent); a
@@ -154,12 +153,9 @@ func (s *Service) Reconcile(ctx context.Context, id ids.ActionID, req ReconcileR
 		a.States, a.ReconciledBy = st, &by
 		actionW, _ := s.actionWrite(&a, 0)
 
-		op := identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}
-		if req.Outcome == lifecycle.OutcomeFailed {
-			ck.RecentFailures.Record(op, "reconciled_failed", rc.PolicyVersion)
-		} else {
-			ck.RecentFailures.Clear(op)
-		}
+		// The fold counts the reconciliation and leaves the recent-failure
+		// map alone: a person's account of effects is not an executor's
+		// deterministic failure, so it spends no repeat budget.
 		ck.Reconciled++
 		ck.UpdatedAt = s.now()
 		expected := ck.Version

@@ -178,8 +178,8 @@ func TestReconcileAppliesOnce(t *testing.T) {
 	if ck.Reconciled != 1 || ck.Version != ck0.Version+1 || ck.Recorded != ck0.Recorded {
 		t.Fatalf("checkpoint %+v (before %+v)", ck, ck0)
 	}
-	if _, failed := ck.RecentFailures.Get(identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}); !failed {
-		t.Fatal("a reconciled failure is not a recent failure of its operation")
+	if _, failed := ck.RecentFailures.Get(identity.Identity{Tool: a.Tool, Digest: a.ArgsDigest}); failed {
+		t.Fatal("a reconciled failure spent the operation's repeat budget")
 	}
 	if un, _ := f.svc.UnresolvedActions(ctx, a.ExecutionID); len(un) != 0 {
 		t.Fatalf("after: %d unresolved", len(un))

@@ -280,8 +280,9 @@ type Checkpoint struct {
 	// stores written before the two were one transaction.
 	Folded         []ids.ActionID `json:"folded,omitempty"`
 	RecentFailures failures.Map   `json:"recent_failures"`
-	// Reconciled counts reconciliations of unknown outcomes folded in (a
-	// failed one is also a recent failure of its operation).
+	// Reconciled counts reconciliations of unknown outcomes folded in. They
+	// do not touch RecentFailures: a person's account is not a
+	// deterministic failure of the executor.
 	Reconciled int64     `json:"reconciled,omitempty"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	Version    int64     `json:"-"`
