@@ -14,6 +14,9 @@
 //	HostHeartbeat (API) its liveness while the tool runs (SendTaskHeartbeat of the DispatchHost wait)
 //	Record           seal the write-once receipt from durable evidence, then fold the checkpoint
 //	Project          mark delivery projected, append and publish the projection event
+//	Reconcile        (API) a person's resolution of a delivered unknown outcome, applied once
+//	                 (reconcile.go): record beside the receipt, reconciled states, checkpoint fold
+//	                 and action.reconciled event in one transaction; the receipt stays unknown
 //
 // Execution control and recovery (packages control and recovery) use the
 // exported hooks: CancelAction (close an unstarted action, fail its wait),
@@ -41,6 +44,6 @@
 // What it must never do: call an executor for an action whose start
 // evidence exists; turn a known result into unknown; record not_started for
 // a dispatched operation; treat an expired approval as approval; let an
-// agent principal decide an approval. It imports no AWS or Lambda package;
+// agent principal decide an approval or reconcile an outcome. It imports no AWS or Lambda package;
 // adapters implement its ports (ports.go).
 package actionflow

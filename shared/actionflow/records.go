@@ -158,10 +158,14 @@ type Action struct {
 	// (compare-and-swap on the action) before a not_started receipt is
 	// sealed and when its execution is cancelled, so a dispatch claim racing
 	// it loses: either the start evidence or the closure is written, never both.
-	Closed    *Closure  `json:"closed,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Version   int64     `json:"-"`
+	Closed *Closure `json:"closed,omitempty"`
+	// ReconciledBy is the person whose reconciliation established the
+	// outcome of an action that was unknown (States.Reconciled); the record
+	// itself is ACTION#<id>/RECONCILIATION.
+	ReconciledBy *Principal `json:"reconciled_by,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	Version      int64      `json:"-"`
 	// Fence is the item's stored fence, kept on every write so an unfenced
 	// write never erases the dispatch attempt's fence.
 	Fence int64 `json:"-"`
@@ -276,8 +280,12 @@ type Checkpoint struct {
 	// stores written before the two were one transaction.
 	Folded         []ids.ActionID `json:"folded,omitempty"`
 	RecentFailures failures.Map   `json:"recent_failures"`
-	UpdatedAt      time.Time      `json:"updated_at"`
-	Version        int64          `json:"-"`
+	// Reconciled counts reconciliations of unknown outcomes folded in. They
+	// do not touch RecentFailures: a person's account is not a
+	// deterministic failure of the executor.
+	Reconciled int64     `json:"reconciled,omitempty"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Version    int64     `json:"-"`
 }
 
 // foldedBound bounds Checkpoint.Folded (every record reads and writes it).

@@ -182,6 +182,18 @@ func (c *Client) Decide(ctx context.Context, id ids.ApprovalID, decision, digest
 	return v, err
 }
 
+// Reconcile sends a person's reconciliation of an action whose outcome is
+// unknown. applied is false when the same reconciliation was applied
+// before (the stored record is returned); a different earlier one is a
+// *actionflow.ConflictError "already_reconciled" carrying it.
+func (c *Client) Reconcile(ctx context.Context, id ids.ActionID, req actionflow.ReconcileRequest) (rec actionflow.Reconciliation, applied bool, err error) {
+	res, err := c.do(ctx, "POST", "/v1/actions/"+esc(string(id))+"/reconciliation", nil, req, &rec)
+	if err != nil {
+		return rec, false, err
+	}
+	return rec, res.StatusCode == http.StatusCreated, nil
+}
+
 // Execution reads an execution with its advertised controls.
 func (c *Client) Execution(ctx context.Context, id ids.ExecutionID) (v httpapi.ExecutionView, err error) {
 	_, err = c.do(ctx, "GET", "/v1/executions/"+esc(string(id)), nil, nil, &v)

@@ -102,7 +102,15 @@ func (h *api) view(ctx context.Context, a actionflow.Action) (ActionView, error)
 	case !errors.Is(err, store.ErrNotFound):
 		return ActionView{}, err
 	}
-	return actionView(a, apPtr, rcPtr), nil
+	v := actionView(a, apPtr, rcPtr)
+	if a.States.Reconciled {
+		rec, err := h.svc.GetReconciliation(ctx, a.ActionID)
+		if err != nil {
+			return ActionView{}, err
+		}
+		v.Reconciliation = &rec
+	}
+	return v, nil
 }
 
 // getAction answers the action; with ?wait= it long-polls until the outcome

@@ -66,6 +66,8 @@ func attempts(v victim) []attempt {
 		{route: "GET /v1/sessions/{session_id}/approvals", req: req{method: "GET", path: "/v1/sessions/ses_1/approvals"}},
 		{route: "POST /v1/approvals/{approval_id}", humanOnly: true, req: req{method: "POST", path: "/v1/approvals/" + string(v.approval.ApprovalID),
 			body: httpapi.DecisionBody{Decision: "approve", Digest: v.approval.ArgsDigest}, header: map[string]string{auth.OriginHeader: "ui"}}},
+		{route: "POST /v1/actions/{action_id}/reconciliation", humanOnly: true, req: req{method: "POST", path: "/v1/actions/" + string(v.hostTask.ActionID) + "/reconciliation",
+			body: actionflow.ReconcileRequest{Outcome: "succeeded", Note: "trust me"}, header: map[string]string{auth.OriginHeader: "ui"}}},
 		{route: "POST /v1/executions/{execution_id}/commands", humanOnly: true, req: req{method: "POST", path: "/v1/executions/" + string(v.execution) + "/commands",
 			body: httpapi.CommandBody{CommandID: "cmd_x", Type: "cancel", ExpectedVersion: &one}}},
 		{route: "GET /v1/executions/{execution_id}", req: req{method: "GET", path: "/v1/executions/" + string(v.execution)}},
@@ -215,7 +217,8 @@ func TestOwnersAndAdminAreAllowed(t *testing.T) {
 // record by id, a caller outside the record's session gets the same answer
 // for an id that exists and one that does not (403, same code, same message
 // but for the id), so it cannot learn which ids exist; an agent deciding
-// an approval or sending a command is refused for its role, before any
+// an approval, reconciling an outcome or sending a command is refused for
+// its role, before any
 // lookup, with the same answer whatever the id.
 func TestIDsCannotBeProbed(t *testing.T) {
 	s := newStack(t)
@@ -235,6 +238,9 @@ func TestIDsCannotBeProbed(t *testing.T) {
 		{"POST /v1/approvals/{approval_id}", true, func(id string) req {
 			return req{method: "POST", path: "/v1/approvals/" + id, body: httpapi.DecisionBody{Decision: "approve", Digest: v.approval.ArgsDigest}}
 		}, string(v.approval.ApprovalID), fakeApproval},
+		{"POST /v1/actions/{action_id}/reconciliation", true, func(id string) req {
+			return req{method: "POST", path: "/v1/actions/" + id + "/reconciliation", body: actionflow.ReconcileRequest{Outcome: "failed", Note: "x"}}
+		}, string(v.action.ActionID), fakeAction},
 		{"POST /v1/executions/{execution_id}/commands", true, func(id string) req {
 			return req{method: "POST", path: "/v1/executions/" + id + "/commands", body: httpapi.CommandBody{CommandID: "cmd_x", Type: "cancel", ExpectedVersion: &one}}
 		}, string(v.execution), "exe_01JZZZZZZZZZZZZZZZZZZZZZZZ"},

@@ -39,6 +39,7 @@ func (h *api) table() []route {
 	return []route{
 		{"POST /v1/sessions/{session_id}/actions", auth.CapSubmit, pathSession, h.submit},
 		{"GET /v1/actions/{action_id}", auth.CapRead, h.actionScope, h.getAction},
+		{"POST /v1/actions/{action_id}/reconciliation", auth.CapDecide, h.actionScope, h.reconcile},
 		{"GET /v1/sessions/{session_id}/approvals", auth.CapRead, pathSession, h.listApprovals},
 		{"POST /v1/approvals/{approval_id}", auth.CapDecide, h.approvalScope, h.decide},
 		{"POST /v1/executions/{execution_id}/commands", auth.CapCommand, h.executionScope, h.command},

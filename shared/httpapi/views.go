@@ -30,8 +30,11 @@ type ActionView struct {
 	// HostPublishedAt: when the task was published for a host worker.
 	HostPublishedAt *time.Time          `json:"host_published_at,omitempty"`
 	Receipt         *actionflow.Receipt `json:"receipt,omitempty"`
-	CreatedAt       time.Time           `json:"created_at"`
-	UpdatedAt       time.Time           `json:"updated_at"`
+	// Reconciliation is a human's resolution of an unknown outcome
+	// (states.reconciled); the receipt beside it still says unknown.
+	Reconciliation *actionflow.Reconciliation `json:"reconciliation,omitempty"`
+	CreatedAt      time.Time                  `json:"created_at"`
+	UpdatedAt      time.Time                  `json:"updated_at"`
 }
 
 func actionView(a actionflow.Action, ap *actionflow.Approval, rc *actionflow.Receipt) ActionView {
@@ -148,5 +151,7 @@ type CheckpointView struct {
 	Version      int64        `json:"version"`
 	Recorded     int64        `json:"recorded"`
 	LastActionID ids.ActionID `json:"last_action_id,omitempty"`
-	UpdatedAt    *time.Time   `json:"updated_at,omitempty"`
+	// Reconciled counts reconciliations of unknown outcomes folded in.
+	Reconciled int64      `json:"reconciled,omitempty"`
+	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
 }

@@ -84,6 +84,10 @@ type States struct {
 	// executor is called. Once true it never becomes false, and the outcome can
 	// never become not_started.
 	Started bool `json:"started"`
+	// Reconciled: the outcome was unknown and a human's reconciliation
+	// established it (WithReconciliation). The sealed receipt still says
+	// unknown; this is what lets the two differ without either changing.
+	Reconciled bool `json:"reconciled,omitempty"`
 }
 
 // NewStates is the state of a freshly prepared action.
@@ -168,9 +172,11 @@ func (s States) WithStart() (States, error) {
 // WithOutcome records what is known about execution.
 //
 // Legal: open -> any outcome (not_started only without start evidence);
-// unknown -> succeeded|failed (reconciliation established it); the same
-// value again (idempotent). A known result never becomes unknown, nor any
-// other result, and a started operation never becomes not_started.
+// the same value again (idempotent). A known result never becomes unknown,
+// nor any other result, and a started operation never becomes not_started.
+// Unknown leaves only through WithReconciliation; on a reconciled action
+// the sealed receipt's unknown is what was reconciled, so WithOutcome(unknown)
+// is a no-op there (a repeated record or project step changes nothing).
 func (s States) WithOutcome(o Outcome) (States, error) {
 	fail := func(reason string) (States, error) {
 		return s, &TransitionError{Dimension: "outcome", From: show(string(s.Outcome)), To: show(string(o)), Reason: reason}
@@ -178,7 +184,7 @@ func (s States) WithOutcome(o Outcome) (States, error) {
 	if !o.Valid() || o == OutcomeOpen {
 		return fail("not an outcome")
 	}
-	if o == s.Outcome {
+	if o == s.Outcome || (s.Reconciled && o == OutcomeUnknown) {
 		return s, nil
 	}
 	if o == OutcomeNotStarted && s.Started {
@@ -192,11 +198,41 @@ func (s States) WithOutcome(o Outcome) (States, error) {
 		if o == OutcomeNotStarted {
 			return fail("an uncertain operation cannot be declared not started")
 		}
+		return fail("an unknown outcome is resolved only by a reconciliation")
 	}
 	if (o == OutcomeSucceeded || o == OutcomeFailed || o == OutcomeUnknown) && !s.Started {
 		return fail("no execution-start evidence")
 	}
 	s.Outcome = o
+	return s, nil
+}
+
+// WithReconciliation records a human's reconciliation of an unknown
+// outcome: the one sanctioned way out of unknown. Legal only from unknown,
+// once the unknown outcome is delivered (projected), to succeeded or failed;
+// the same reconciled value again is idempotent. It never applies to a
+// known result (a known result is final), never yields not_started (the
+// operation may have started) and never happens twice with different
+// values. Delivery is unchanged: the action stays projected.
+func (s States) WithReconciliation(o Outcome) (States, error) {
+	fail := func(reason string) (States, error) {
+		return s, &TransitionError{Dimension: "outcome", From: show(string(s.Outcome)), To: show(string(o)), Reason: reason}
+	}
+	switch {
+	case o != OutcomeSucceeded && o != OutcomeFailed:
+		return fail("a reconciliation establishes succeeded or failed")
+	case s.Reconciled && o == s.Outcome:
+		return s, nil
+	case s.Reconciled:
+		return fail("already reconciled as " + string(s.Outcome))
+	case s.Outcome != OutcomeUnknown:
+		return fail("only an unknown outcome is reconciled")
+	case !s.Started:
+		return fail("no execution-start evidence")
+	case s.Delivery != DeliveryProjected:
+		return fail("the unknown outcome is not delivered yet")
+	}
+	s.Outcome, s.Reconciled = o, true
 	return s, nil
 }
 

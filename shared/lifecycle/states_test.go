@@ -25,6 +25,10 @@ func out(o Outcome) func(States) (States, error) {
 	return func(s States) (States, error) { return s.WithOutcome(o) }
 }
 func start(s States) (States, error) { return s.WithStart() }
+func reconcile(o Outcome) func(States) (States, error) {
+	return func(s States) (States, error) { return s.WithReconciliation(o) }
+}
+
 func deliver(d Delivery) func(States) (States, error) {
 	return func(s States) (States, error) { return s.WithDelivery(d) }
 }
@@ -56,7 +60,17 @@ func TestTransitions(t *testing.T) {
 		{"failed never unknown", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeFailed)}, out(OutcomeUnknown), false, "outcome"},
 		{"not_started never unknown", []func(States) (States, error){perm(PermissionDeny), out(OutcomeNotStarted)}, out(OutcomeUnknown), false, "outcome"},
 		{"succeeded never failed", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeSucceeded)}, out(OutcomeFailed), false, "outcome"},
-		{"unknown reconciled to failed", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown)}, out(OutcomeFailed), true, ""},
+		{"unknown never failed without a reconciliation", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown)}, out(OutcomeFailed), false, "outcome"},
+		{"unknown never succeeded without a reconciliation", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown)}, out(OutcomeSucceeded), false, "outcome"},
+		{"unknown reconciled to failed", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded), deliver(DeliveryProjected)}, reconcile(OutcomeFailed), true, ""},
+		{"unknown reconciled to succeeded", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded), deliver(DeliveryProjected)}, reconcile(OutcomeSucceeded), true, ""},
+		{"reconciliation waits for delivery", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded)}, reconcile(OutcomeFailed), false, "outcome"},
+		{"reconciliation never not_started", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded), deliver(DeliveryProjected)}, reconcile(OutcomeNotStarted), false, "outcome"},
+		{"a known result is never reconciled", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeSucceeded), deliver(DeliveryRecorded), deliver(DeliveryProjected)}, reconcile(OutcomeFailed), false, "outcome"},
+		{"reconciled again the same is idempotent", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded), deliver(DeliveryProjected), reconcile(OutcomeFailed)}, reconcile(OutcomeFailed), true, ""},
+		{"reconciled once only", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded), deliver(DeliveryProjected), reconcile(OutcomeFailed)}, reconcile(OutcomeSucceeded), false, "outcome"},
+		{"a reconciled outcome never changes", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded), deliver(DeliveryProjected), reconcile(OutcomeFailed)}, out(OutcomeSucceeded), false, "outcome"},
+		{"the reconciled receipt's unknown changes nothing", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown), deliver(DeliveryRecorded), deliver(DeliveryProjected), reconcile(OutcomeFailed)}, out(OutcomeUnknown), true, ""},
 		{"unknown never not_started", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeUnknown)}, out(OutcomeNotStarted), false, "outcome"},
 		{"same outcome is idempotent", []func(States) (States, error){perm(PermissionAllow), start, out(OutcomeSucceeded)}, out(OutcomeSucceeded), true, ""},
 		{"record needs an outcome", nil, deliver(DeliveryRecorded), false, "delivery"},

@@ -130,6 +130,26 @@ func runEmbeddedCase(t *testing.T, point, tool string, host, userPause bool) {
 		if !userPause && (exe.Status != actionflow.ExecPaused || exe.Restart == nil || exe.Restart.Blocked != recovery.BlockedUnresolved) {
 			t.Fatalf("not blocked for reconciliation: %s %+v", exe.Status, exe.Restart)
 		}
+		// A person reconciles it (issue 12): the next periodic sweep
+		// continues the execution; a user's pause stays. Nothing runs again.
+		if _, applied, err := e.flow.Reconcile(ctx, a.ActionID, actionflow.ReconcileRequest{Outcome: lifecycle.OutcomeFailed,
+			Note: "checked the target: nothing was written"}, flowtest.Human(session)); err != nil || !applied {
+			t.Fatalf("reconcile: applied %v, %v", applied, err)
+		}
+		if _, err := e.sw.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		exe, _ = e.flow.GetExecution(ctx, a.ExecutionID)
+		if !userPause && (exe.Status != actionflow.ExecRunning || exe.Restart == nil || exe.Restart.Outcome != recovery.Resumed) {
+			t.Fatalf("not continued after the reconciliation: %s %+v", exe.Status, exe.Restart)
+		}
+		if got, _ := e.flow.GetAction(ctx, a.ActionID); got.States.Outcome != lifecycle.OutcomeFailed || !got.States.Reconciled ||
+			executor.Calls()[a.ActionID] != calls {
+			t.Fatalf("after the reconciliation: %+v, %d calls", got.States, executor.Calls()[a.ActionID])
+		}
+		if after, _ := e.flow.GetReceipt(ctx, a.ActionID); after.Digest != rc.Digest || after.Outcome != lifecycle.OutcomeUnknown {
+			t.Fatalf("the receipt was rewritten: %+v", after)
+		}
 	}
 	if !userPause && rc.Outcome != lifecycle.OutcomeUnknown {
 		// A restart decision taken while the action was still in flight

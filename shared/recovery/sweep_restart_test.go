@@ -40,6 +40,24 @@ func TestSweepRedecidesRestartPauses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, actionflow.ExecPaused, recovery.Blocked, recovery.BlockedUnresolved},
+		{"the unknown effect is reconciled by a person: continued", func(t *testing.T, f *fixture, a actionflow.Action, _ actionflow.Task) {
+			ctx := context.Background()
+			if err := f.p.Engine.TimeOut(ctx, a.ActionID); err != nil {
+				t.Fatal(err)
+			}
+			f.drain(t)
+			if _, err := f.sw.Sweep(ctx); err != nil { // still unknown: the pause stays blocked
+				t.Fatal(err)
+			}
+			if got := f.exec(t, a.ExecutionID); got.Status != actionflow.ExecPaused || got.Restart.Blocked != recovery.BlockedUnresolved {
+				t.Fatalf("before the reconciliation: %s %+v", got.Status, got.Restart)
+			}
+			human := actionflow.Principal{Subject: "owner", Role: "human", Session: a.SessionID}
+			if _, applied, err := f.p.Flow.Reconcile(ctx, a.ActionID, actionflow.ReconcileRequest{
+				Outcome: lifecycle.OutcomeFailed, Note: "the file was not written"}, human); err != nil || !applied {
+				t.Fatalf("reconcile: applied %v, %v", applied, err)
+			}
+		}, actionflow.ExecRunning, recovery.Resumed, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/hostworker"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
 )
 
 func tokenCmd(o *options) *cobra.Command {
@@ -194,9 +195,12 @@ func printAction(w io.Writer, v httpapi.ActionView) {
 				fprintf(w, "\n")
 			}
 		}
-		if rc.Reconciliation != "" {
+		if rc.Reconciliation != "" && v.Reconciliation == nil {
 			fprintf(w, "reconcile   %s\n", rc.Reconciliation)
 		}
+	}
+	if r := v.Reconciliation; r != nil {
+		fprintf(w, "reconciled  %s by %s at %s: %s\n", r.Outcome, r.ReconciledBy.Subject, r.ReconciledAt.Format(time.RFC3339), short(r.Note, 200))
 	}
 }
 
@@ -276,6 +280,51 @@ func decideCmd(o *options, decision string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&digest, "digest", "", "the action's args digest you decided on (default: looked up)")
 	return o.setup(cmd, true)
+}
+
+func reconcileCmd(o *options) *cobra.Command {
+	var req actionflow.ReconcileRequest
+	var outcome string
+	cmd := &cobra.Command{
+		Use:   "reconcile ACTION_ID",
+		Short: "Reconcile an action whose outcome is unknown: succeeded or failed (human owner)",
+		Long: "Check the effects of the operation first (`lifecycle show` prints what to check), then say\n" +
+			"what happened. The receipt keeps saying unknown; the reconciliation is stored beside it once,\n" +
+			"the action takes its outcome and the execution leaves Needs attention. Repeating the same\n" +
+			"reconciliation is harmless; a different one after it is refused with the first.",
+		Example: "  lifecycle reconcile act_01... --outcome failed --note \"the file was not written\"",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			req.Outcome = lifecycle.Outcome(outcome)
+			rec, applied, err := c.Reconcile(cmd.Context(), ids.ActionID(args[0]), req)
+			var ce *actionflow.ConflictError
+			if errors.As(err, &ce) {
+				return fmt.Errorf("%s: %s", ce.Code, ce.Msg)
+			}
+			if err != nil {
+				return err
+			}
+			return o.print(rec, func(w io.Writer) {
+				state := "reconciled"
+				if !applied {
+					state = "already reconciled"
+				}
+				fprintf(w, "%s %s as %s by %s: %s\n", rec.ActionID, state, rec.Outcome, rec.ReconciledBy.Subject, rec.Note)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&outcome, "outcome", "", "what happened: succeeded or failed (required)")
+	f.StringVar(&req.Note, "note", "", "what you checked (required)")
+	f.StringVar(&req.Evidence, "evidence", "", "optional text evidence")
+	f.StringVar(&req.EvidenceRef, "evidence-ref", "", "optional blob reference of larger evidence")
+	cmd.MarkFlagRequired("outcome")
+	cmd.MarkFlagRequired("note")
+	return o.setup(cmd, false)
 }
 
 func commandCmd(o *options) *cobra.Command {

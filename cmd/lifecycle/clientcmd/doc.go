@@ -1,6 +1,6 @@
 // Package clientcmd holds the `lifecycle` CLI's client commands — token,
-// submit, show, approvals, approve, decline, command, activity, tail,
-// policy and host — each a thin shell over package apiclient (or, for
+// submit, show, approvals, approve, decline, reconcile, command, activity,
+// tail, policy and host — each a thin shell over package apiclient (or, for
 // token, package auth with the key under the state directory). The
 // root command adds them with AddTo.
 //

@@ -137,3 +137,79 @@ func TestGatewayEvents(t *testing.T) {
 		t.Fatalf("starts %v: the replay must start the same action", *starts)
 	}
 }
+
+type hostRouter struct{}
+
+func (hostRouter) Route(string) (string, bool) { return "lost", true }
+
+// lostConnection cannot tell whether its call took effect.
+type lostConnection struct{}
+
+func (lostConnection) Execute(context.Context, actionflow.Task) (actionflow.ToolResult, error) {
+	return actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "connection_reset"}, nil
+}
+
+// TestGatewayReconciliation (issue 12): the sample event of a person's
+// reconciliation reaches the service through the Lambda adapter with the
+// verified claims; the same event with an agent's claims is refused.
+func TestGatewayReconciliation(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := actionflow.New(actionflow.Config{Store: st, Decider: allow{}, Starter: &started{}, Logger: quiet,
+		Router: hostRouter{}, Executors: map[string]actionflow.Executor{"lost": lostConnection{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := svc.Submit(ctx, actionflow.SubmitRequest{SessionID: "ses_demo", ToolCallID: "call_1", Tool: "upload",
+		Arguments: json.RawMessage(`{"key":"report.pdf"}`), Interactive: true, Principal: actionflow.Principal{Subject: "agent-7", Role: "agent", Session: "ses_demo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := actionflow.StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID}
+	if _, err := svc.Authorize(ctx, si); err != nil {
+		t.Fatal(err)
+	}
+	si.Mode = "sync"
+	res, err := svc.Dispatch(ctx, si)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si.Mode, si.Result = "", &res
+	if _, err := svc.Record(ctx, si); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Project(ctx, si); err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Service: svc, Auth: auth.GatewayClaims{}, DisableStreaming: true, NoUI: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := apigw.Handler{H: h}
+	for _, c := range []struct {
+		name   string
+		role   string
+		status int
+	}{{"an agent's claims are refused", "agent", 403}, {"a person reconciles", "human", 201}, {"the same again is the stored record", "human", 200}} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := event(t, "reconcile-action.json")
+			ev.RawPath = strings.ReplaceAll(ev.RawPath, "act_01jn0000000000000000000000", string(a.ActionID))
+			ev.RequestContext.HTTP.Path = ev.RawPath
+			ev.PathParameters["action_id"] = string(a.ActionID)
+			ev.RequestContext.Authorizer.JWT.Claims["role"] = c.role
+			res, err := gw.Handle(ctx, ev)
+			if err != nil || res.StatusCode != c.status {
+				t.Fatalf("%d %s %v", res.StatusCode, res.Body, err)
+			}
+		})
+	}
+	got, _ := svc.GetAction(ctx, a.ActionID)
+	if got.States.Outcome != lifecycle.OutcomeFailed || !got.States.Reconciled || got.ReconciledBy.Subject != "owner-1" {
+		t.Fatalf("after: %+v by %+v", got.States, got.ReconciledBy)
+	}
+}
