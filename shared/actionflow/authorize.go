@@ -190,8 +190,13 @@ func controlDecision(exe Execution, action ids.ActionID) (Decision, bool) {
 			Reason:     Reason{Source: "execution_control", Code: "execution_paused", Detail: detail},
 			Resolution: "Continue (or Step) the execution, then submit the call again"}, true
 	case exe.Status == ExecCompleted || exe.Status == ExecFailed:
+		detail := "the execution has ended (" + string(exe.Status)
+		if exe.End != nil && exe.End.Reason != "" {
+			detail += ": " + exe.End.Reason
+		}
+		detail += ")"
 		return Decision{Permission: lifecycle.PermissionDeny,
-			Reason:     Reason{Source: "execution_control", Code: "execution_ended", Detail: "the execution has ended (" + string(exe.Status) + ")"},
+			Reason:     Reason{Source: "execution_control", Code: "execution_ended", Detail: detail},
 			Resolution: "start a new execution (Retry or Fork)"}, true
 	}
 	return Decision{}, false

@@ -75,6 +75,10 @@ type Execution struct {
 	Restart *RestartIntent `json:"restart,omitempty"`
 	// ForkPoint is the saved point (checkpoint version) a fork/retry starts from.
 	ForkPoint *int64 `json:"fork_point,omitempty"`
+	// End says how an ended (completed or failed) execution ended: the End
+	// command that ended it. Nil while the execution is open, and for a
+	// cancellation.
+	End *EndInfo `json:"end,omitempty"`
 	// LastCommand is the command whose application wrote this version.
 	LastCommand *CommandRef `json:"last_command,omitempty"`
 	// Attempt is the attempt that last owned the execution (held its lease
@@ -87,6 +91,17 @@ type Execution struct {
 	// Fence is the item's stored fence (the last owner write's lease fence).
 	// It is kept on every write so an unfenced write never erases it.
 	Fence int64 `json:"-"`
+}
+
+// EndInfo is how an execution ended (End command): completed, or failed
+// with a reason code (iteration_limit, model_error, aborted, ...) and a
+// message, and who ended it.
+type EndInfo struct {
+	Status  ExecutionStatus `json:"status"`
+	Reason  string          `json:"reason,omitempty"`
+	Message string          `json:"message,omitempty"`
+	By      string          `json:"by"` // the principal's role: agent, human, admin
+	At      time.Time       `json:"at"`
 }
 
 // RestartIntent records when automatic continuation is allowed after an

@@ -171,8 +171,15 @@ func (s *Service) apply(ctx context.Context, o Owner, r Record) (Record, error) 
 
 // finish runs the applied command's effects (idempotent) and completes the record.
 func (s *Service) finish(ctx context.Context, o Owner, e actionflow.Execution, r Record, resultVersion int64) (Record, error) {
-	if r.Type == Cancel {
+	switch r.Type {
+	case Cancel:
 		if err := s.cancelActions(ctx, o, e); err != nil {
+			return r, err
+		}
+	case End:
+		// The execution has ended: its unstarted actions are closed and
+		// their waits cancelled; started ones finish and record.
+		if err := s.closeUnstarted(ctx, e, "execution_ended"); err != nil {
 			return r, err
 		}
 	}
