@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -11,6 +13,9 @@ import (
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/spf13/cobra"
+
+	"github.com/openprogram/lifecycle/cmd/lifecycle/clientcmd"
 )
 
 // submitTo submits a Bash command to an existing execution as the agent.
@@ -210,5 +215,118 @@ func TestEndAnExecutionThroughTheAPI(t *testing.T) {
 	}
 	if e := s.execution(t, agent, third.ExecutionID).Execution; e.Status != actionflow.ExecCancelled || e.End != nil {
 		t.Fatalf("cancelled execution after a late end: %+v", e)
+	}
+}
+
+// cli runs a client command of the lifecycle CLI against the stack.
+func (s *serveStack) cli(token string, args ...string) (string, error) {
+	root := &cobra.Command{Use: "lifecycle", SilenceErrors: true, SilenceUsage: true}
+	clientcmd.AddTo(root)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"--api", s.base, "--token", token}, args...))
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// The CLI's end command, with an agent token.
+func TestEndThroughTheCLI(t *testing.T) {
+	s := startServeStack(t)
+	s.setPolicy(t, `{"version":"cli","allow":["Bash(ls *)"]}`)
+	agent := s.agent(t, s.session)
+	exec := bashAction(t, s, s.session, "ls").ExecutionID
+	if out, err := s.cli(agent, "end", string(exec), "--status", "failed"); err == nil || !bytes.Contains([]byte(err.Error()), []byte("payload.reason")) {
+		t.Fatalf("failed without a reason: %v %s", err, out)
+	}
+	out, err := s.cli(agent, "end", string(exec), "--status", "failed", "--reason", "aborted", "--message", "the user closed the tab", "--id", "cmd_cli")
+	if err != nil || out != "cmd_cli end applied (execution version 2)\n" {
+		t.Fatalf("end: %v %q", err, out)
+	}
+	e := s.execution(t, agent, exec).Execution
+	if e.Status != actionflow.ExecFailed || e.End == nil || e.End.Reason != "aborted" || e.End.Message != "the user closed the tab" || e.End.By != "agent" {
+		t.Fatalf("after the CLI end: %+v %+v", e, e.End)
+	}
+}
+
+// An execution started with an iteration limit: the call that would exceed
+// it is refused with iteration_limit and the execution ends failed with
+// that reason, keeping its history; its pending approval is cancelled, and
+// the branch is in History as Failed.
+func TestIterationLimitThroughTheAPI(t *testing.T) {
+	s := startServeStack(t)
+	s.setPolicy(t, `{"version":"limit","allow":["Bash(ls *)"]}`)
+	agent := s.agent(t, s.session)
+	post := func(body map[string]any) (httpapi.ActionView, int, error) {
+		n := s.calls.Add(1)
+		body["tool"], body["tool_call_id"], body["interactive"] = "Bash", fmt.Sprintf("call_%d", n), true
+		var v httpapi.ActionView
+		st, err := s.do("POST", "/v1/sessions/"+string(s.session)+"/actions", agent, body, &v,
+			map[string]string{"Idempotency-Key": fmt.Sprintf("key_%d", n)})
+		return v, st, err
+	}
+	ls := map[string]any{"command": "ls"}
+	for _, bad := range []struct {
+		name  string
+		limit int
+	}{{"negative", -1}, {"above the bound", actionflow.MaxIterationLimit + 1}} {
+		t.Run(bad.name, func(t *testing.T) {
+			if _, st, _ := post(map[string]any{"arguments": ls, "iteration_limit": bad.limit}); st != http.StatusBadRequest {
+				t.Fatalf("iteration_limit %d: %d", bad.limit, st)
+			}
+		})
+	}
+	first, _, err := post(map[string]any{"arguments": ls, "iteration_limit": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := first.ExecutionID
+	if v, err := s.settled(agent, first.ActionID, 60*time.Second); err != nil || v.States.Outcome != lifecycle.OutcomeSucceeded {
+		t.Fatalf("first call: %+v %v", v.States, err)
+	}
+	// The limit is fixed at the start.
+	if _, st, _ := post(map[string]any{"arguments": ls, "execution_id": exec, "iteration_limit": 5}); st != http.StatusBadRequest {
+		t.Fatalf("changing the limit: %d", st)
+	}
+	// The second call (the last iteration) waits for an approval.
+	waiting := s.submitTo(t, agent, exec, "touch never")
+	if v, err := s.settled(agent, waiting, 60*time.Second); err != nil || v.Approval == nil {
+		t.Fatalf("second call: %+v %v", v, err)
+	}
+	if e := s.execution(t, agent, exec).Execution; e.IterationLimit != 2 || len(e.Iterations) != 2 || e.Status != actionflow.ExecRunning {
+		t.Fatalf("after two calls: %+v", e)
+	}
+	// The third would exceed the limit: refused, and the execution fails.
+	third, err := s.settled(agent, s.submitTo(t, agent, exec, "ls"), 60*time.Second)
+	if err != nil || third.States.Outcome != lifecycle.OutcomeNotStarted || third.Decision == nil ||
+		third.Decision.Reason.Code != "iteration_limit" || third.Receipt == nil || third.Receipt.ErrorCode != "permission_denied:iteration_limit" {
+		t.Fatalf("third call: %+v %+v %v", third.States, third.Decision, err)
+	}
+	e := s.execution(t, agent, exec).Execution
+	if e.Status != actionflow.ExecFailed || e.End == nil || e.End.Reason != "iteration_limit" || e.End.By != "system" || len(e.Iterations) != 2 {
+		t.Fatalf("after the limit: %+v %+v", e, e.End)
+	}
+	// The pending approval of the ended execution was cancelled; the
+	// history is kept (the first call's receipt is still there).
+	if v, err := s.settled(agent, waiting, 60*time.Second); err != nil || v.Approval == nil || v.Approval.Status != actionflow.ApprovalCancelled ||
+		v.States.Outcome != lifecycle.OutcomeNotStarted {
+		t.Fatalf("waiting call: %+v %+v %v", v.States, v.Approval, err)
+	}
+	if v, err := s.settled(agent, first.ActionID, time.Minute); err != nil || v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeSucceeded {
+		t.Fatalf("history of the first call: %+v %v", v.Receipt, err)
+	}
+	// Later calls are refused as calls of an ended execution.
+	later, err := s.settled(agent, s.submitTo(t, agent, exec, "ls"), 60*time.Second)
+	if err != nil || later.Decision == nil || later.Decision.Reason.Code != "execution_ended" ||
+		later.Decision.Reason.Detail != "the execution has ended (failed: iteration_limit)" {
+		t.Fatalf("later call: %+v %v", later.Decision, err)
+	}
+	if row, ok := s.historyRow(t, exec); !ok || row.Status != activity.LabelFailed {
+		t.Fatalf("activity row: %+v %v", row, ok)
+	}
+	// An execution without a limit counts nothing.
+	free := bashAction(t, s, s.session, "ls")
+	if e := s.execution(t, agent, free.ExecutionID).Execution; e.IterationLimit != 0 || len(e.Iterations) != 0 {
+		t.Fatalf("unlimited execution: %+v", e)
 	}
 }

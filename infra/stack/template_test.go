@@ -371,8 +371,8 @@ func TestHTTPAPI(t *testing.T) {
 				t.Errorf("route %s missing", key)
 			}
 		}
-		if n := len(want); n != 17 {
-			t.Errorf("route table has %d routes, the issue lists 17", n)
+		if n := len(want); n != 18 {
+			t.Errorf("route table has %d routes, the issue lists 18", n)
 		}
 		var public []string
 		for _, r := range stack.Routes {

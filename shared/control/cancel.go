@@ -27,25 +27,7 @@ func (s *Service) cancelActions(ctx context.Context, o Owner, e actionflow.Execu
 // reason, and fails its wait (a pending approval becomes cancelled);
 // started actions finish and record their results. Idempotent.
 func (s *Service) closeUnstarted(ctx context.Context, e actionflow.Execution, reason string) error {
-	after := ""
-	for {
-		page, next, err := s.flow.OpenActions(ctx, after, store.MaxLimit)
-		if err != nil {
-			return err
-		}
-		for _, a := range page {
-			if a.ExecutionID != e.ExecutionID {
-				continue
-			}
-			if _, err := s.flow.CancelAction(ctx, a.ActionID, reason); err != nil {
-				return err
-			}
-		}
-		if next == "" {
-			return nil
-		}
-		after = next
-	}
+	return s.flow.CloseUnstarted(ctx, e.ExecutionID, reason, "")
 }
 
 // FinishCancel moves a cancelling execution to cancelled once every one
