@@ -97,7 +97,9 @@
 // human privileges). Another session's execution is not found.
 //
 // Events: command.accepted, command.applied, command.rejected,
-// execution.created (Fork/Retry child) and execution.cancelled are appended
+// execution.created (Fork/Retry child), execution.ended (End; also
+// written by actionflow when the iteration limit ends an execution) and
+// execution.cancelled are appended
 // to the session's canonical event log.
 //
 // What it must never do: apply a command that was not saved first; let a

@@ -53,6 +53,16 @@ func TestEndEndsAnExecution(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("end %+v, want %+v", got, tc.want)
 			}
+			evs, _ := f.p.Flow.ReadEvents(ctx, session, 0, 100)
+			ended := 0
+			for _, ev := range evs {
+				if ev.Type == "execution.ended" && ev.ExecutionID == "exe_1" {
+					ended++
+				}
+			}
+			if ended != 1 {
+				t.Fatalf("%d execution.ended events", ended)
+			}
 			if after.Status.Open() {
 				t.Fatal("an ended execution is still in the open index")
 			}

@@ -165,6 +165,12 @@ func (s *Service) apply(ctx context.Context, o Owner, r Record) (Record, error) 
 		if err != nil {
 			return r, err
 		}
+		if r.Type == End {
+			if _, err := s.flow.AppendEvent(ctx, actionflow.Event{Type: "execution.ended", SessionID: next.SessionID, ExecutionID: next.ExecutionID},
+				map[string]any{"execution_version": next.Version, "end": next.End, "command_id": r.CommandID}); err != nil {
+				s.log.Warn("execution.ended event not appended", "execution_id", next.ExecutionID, "error", err)
+			}
+		}
 		return s.finish(ctx, o, *next, r, next.Version)
 	}
 }
