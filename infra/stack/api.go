@@ -31,6 +31,7 @@ var Routes = []Route{
 	{Method: "GET", Path: "/v1/sessions/{session_id}/approvals"},
 	{Method: "POST", Path: "/v1/approvals/{approval_id}"},
 	{Method: "POST", Path: "/v1/executions/{execution_id}/commands"},
+	{Method: "POST", Path: "/v1/executions/{execution_id}/end"},
 	{Method: "GET", Path: "/v1/executions/{execution_id}"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/activity"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/events"},

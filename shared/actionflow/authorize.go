@@ -120,6 +120,8 @@ func (s *Service) route(tool string) (string, bool) {
 // decideInitial admits an action into its execution, then decides it.
 //
 // Execution control gates admission here, before anything is published:
+// an ended execution admits nothing (execution_ended); a call beyond the
+// execution's iteration limit is refused and ends it (admitIteration);
 // a cancelled (or cancelling) execution admits nothing; a paused one admits
 // nothing new, and says how to continue (the model sees a precise
 // not_started reason, never a completed task). A Step admits exactly one
@@ -138,6 +140,11 @@ func (s *Service) decideInitial(ctx context.Context, a Action) (Decision, error)
 	}
 	if d, stop := controlDecision(exe, a.ActionID); stop {
 		return d, nil
+	}
+	if exe.IterationLimit > 0 {
+		if d, stop, err := s.admitIteration(ctx, a); err != nil || stop {
+			return d, err
+		}
 	}
 	d, err := s.cfg.Decider.Decide(ctx, a)
 	if err != nil {
@@ -190,8 +197,13 @@ func controlDecision(exe Execution, action ids.ActionID) (Decision, bool) {
 			Reason:     Reason{Source: "execution_control", Code: "execution_paused", Detail: detail},
 			Resolution: "Continue (or Step) the execution, then submit the call again"}, true
 	case exe.Status == ExecCompleted || exe.Status == ExecFailed:
+		detail := "the execution has ended (" + string(exe.Status)
+		if exe.End != nil && exe.End.Reason != "" {
+			detail += ": " + exe.End.Reason
+		}
+		detail += ")"
 		return Decision{Permission: lifecycle.PermissionDeny,
-			Reason:     Reason{Source: "execution_control", Code: "execution_ended", Detail: "the execution has ended (" + string(exe.Status) + ")"},
+			Reason:     Reason{Source: "execution_control", Code: "execution_ended", Detail: detail},
 			Resolution: "start a new execution (Retry or Fork)"}, true
 	}
 	return Decision{}, false

@@ -28,7 +28,11 @@
 // (OpenActions, OpenExecutions, UnresolvedActions) and AppendEvent.
 // Admission is where control takes effect inside the flow: the initial
 // authorize refuses new actions of a paused, cancelled or ended execution
-// (execution_control reasons) and consumes a Step's budget.
+// (execution_control reasons; an ended one's detail names its end reason),
+// counts the call against the execution's iteration limit (the call that
+// would exceed it is refused with iteration_limit and ends the execution
+// failed, reason iteration_limit, its unstarted actions closed) and
+// consumes a Step's budget.
 //
 // Two durable markers on the action close races: Result (the dispatch
 // result, written by the owning attempt before the state machine hears of

@@ -75,6 +75,18 @@ type Execution struct {
 	Restart *RestartIntent `json:"restart,omitempty"`
 	// ForkPoint is the saved point (checkpoint version) a fork/retry starts from.
 	ForkPoint *int64 `json:"fork_point,omitempty"`
+	// IterationLimit bounds the iterations (tool calls admitted to
+	// authorization) of the execution; 0: no limit. It is set when the
+	// execution starts. The call that would exceed it is refused and the
+	// execution ends failed with reason iteration_limit.
+	IterationLimit int `json:"iteration_limit,omitempty"`
+	// Iterations are the actions counted against IterationLimit (kept only
+	// when a limit is set, so a re-invoked authorization counts once).
+	Iterations []ids.ActionID `json:"iterations,omitempty"`
+	// End says how an ended (completed or failed) execution ended: the End
+	// command that ended it. Nil while the execution is open, and for a
+	// cancellation.
+	End *EndInfo `json:"end,omitempty"`
 	// LastCommand is the command whose application wrote this version.
 	LastCommand *CommandRef `json:"last_command,omitempty"`
 	// Attempt is the attempt that last owned the execution (held its lease
@@ -87,6 +99,21 @@ type Execution struct {
 	// Fence is the item's stored fence (the last owner write's lease fence).
 	// It is kept on every write so an unfenced write never erases it.
 	Fence int64 `json:"-"`
+}
+
+// MaxIterationLimit bounds an execution's iteration limit (the counted
+// actions are kept on the execution item).
+const MaxIterationLimit = 1000
+
+// EndInfo is how an execution ended (End command): completed, or failed
+// with a reason code (iteration_limit, model_error, aborted, ...) and a
+// message, and who ended it.
+type EndInfo struct {
+	Status  ExecutionStatus `json:"status"`
+	Reason  string          `json:"reason,omitempty"`
+	Message string          `json:"message,omitempty"`
+	By      string          `json:"by"` // the principal's role: agent, human, admin
+	At      time.Time       `json:"at"`
 }
 
 // RestartIntent records when automatic continuation is allowed after an
@@ -173,14 +200,15 @@ func (s *Service) PutExecution(ctx context.Context, e *Execution) error {
 	return s.SaveExecution(ctx, e, 0, 0)
 }
 
-// ensureExecution returns the execution, creating it (running) when absent.
-func (s *Service) ensureExecution(ctx context.Context, id ids.ExecutionID, session ids.SessionID) (Execution, error) {
+// ensureExecution returns the execution, creating it (running, with the
+// iteration limit) when absent.
+func (s *Service) ensureExecution(ctx context.Context, id ids.ExecutionID, session ids.SessionID, iterationLimit int) (Execution, error) {
 	e, err := s.GetExecution(ctx, id)
 	var nf *NotFoundError
 	if errors.As(err, &nf) {
 		now := s.now()
 		e = Execution{ExecutionID: id, SessionID: session, RunID: ids.NewRunID(), BranchID: string(id),
-			Kind: "agent_chat", Status: ExecRunning, CreatedAt: now, LastActivity: now}
+			Kind: "agent_chat", Status: ExecRunning, IterationLimit: iterationLimit, CreatedAt: now, LastActivity: now}
 		err = s.SaveExecution(ctx, &e, 0, 0)
 		var vc *store.VersionConflictError
 		if errors.As(err, &vc) {

@@ -31,6 +31,10 @@ type SubmitRequest struct {
 	// action; with a different body it is a conflict. Empty: always new.
 	IdempotencyKey string
 	Principal      Principal
+	// IterationLimit (1..MaxIterationLimit, 0: none) is set on the
+	// execution this submission starts; continuing an execution with a
+	// different limit is refused.
+	IterationLimit int
 }
 
 // Submit prepares an action (put-once) and starts its state machine
@@ -95,12 +99,16 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 	if execID == "" {
 		execID = ids.NewExecutionID()
 	}
-	exe, err := s.ensureExecution(ctx, execID, req.SessionID)
+	exe, err := s.ensureExecution(ctx, execID, req.SessionID, req.IterationLimit)
 	if err != nil {
 		return Action{}, false, err
 	}
 	if exe.SessionID != req.SessionID {
 		return Action{}, false, &NotFoundError{What: "execution " + string(execID)}
+	}
+	if req.IterationLimit != 0 && req.IterationLimit != exe.IterationLimit {
+		return Action{}, false, &ValidationError{Field: "iteration_limit",
+			Msg: fmt.Sprintf("an execution's iteration limit is set when it starts; %s has %d", execID, exe.IterationLimit)}
 	}
 	now := s.now()
 	canonArgs, _ := jcs.Transform(req.Arguments)
@@ -203,6 +211,9 @@ func validateSubmit(r SubmitRequest) error {
 	if len(r.Arguments) > MaxArgumentsBytes {
 		return &ValidationError{Field: "arguments", Msg: fmt.Sprintf("%d bytes, more than the %d byte limit", len(r.Arguments), MaxArgumentsBytes)}
 	}
+	if r.IterationLimit < 0 || r.IterationLimit > MaxIterationLimit {
+		return &ValidationError{Field: "iteration_limit", Msg: fmt.Sprintf("must be 1..%d (or absent: no limit)", MaxIterationLimit)}
+	}
 	if len(r.IdempotencyKey) > 200 {
 		return &ValidationError{Field: "Idempotency-Key", Msg: "longer than 200 characters"}
 	}
@@ -250,10 +261,14 @@ func keyReused(action ids.ActionID) error {
 }
 
 func requestDigest(r SubmitRequest) (string, error) {
-	body, err := json.Marshal(map[string]any{
+	fields := map[string]any{
 		"tool": r.Tool, "arguments": r.Arguments, "tool_call_id": r.ToolCallID,
 		"execution_id": r.ExecutionID, "interactive": r.Interactive,
-	})
+	}
+	if r.IterationLimit != 0 {
+		fields["iteration_limit"] = r.IterationLimit
+	}
+	body, err := json.Marshal(fields)
 	if err != nil {
 		return "", err
 	}

@@ -206,6 +206,13 @@ func (c *Client) Command(ctx context.Context, id ids.ExecutionID, body httpapi.C
 	return v, err
 }
 
+// End ends an execution (the End command; an agent token may send it for
+// its own session's executions).
+func (c *Client) End(ctx context.Context, id ids.ExecutionID, body httpapi.CommandBody) (v httpapi.CommandResult, err error) {
+	_, err = c.do(ctx, "POST", "/v1/executions/"+esc(string(id))+"/end", nil, body, &v)
+	return v, err
+}
+
 // Activity reads a session's Activity view.
 func (c *Client) Activity(ctx context.Context, session ids.SessionID) (v activity.Activity, err error) {
 	_, err = c.do(ctx, "GET", "/v1/sessions/"+esc(string(session))+"/activity", nil, nil, &v)

@@ -20,6 +20,9 @@ const (
 	CapDecide Capability = "decide"
 	// CapCommand sends execution control commands.
 	CapCommand Capability = "command"
+	// CapEnd ends an execution (the End command): the one execution
+	// command an agent may send, for its own session's executions.
+	CapEnd Capability = "end"
 	// CapPolicy changes the session's policy.
 	CapPolicy Capability = "policy"
 	// CapAllSessions reaches every session at once (host tasks of all sessions).
@@ -28,9 +31,9 @@ const (
 
 // grants is the whole role model: agent < human < admin.
 var grants = map[string]map[Capability]bool{
-	RoleAgent: {CapRead: true, CapSubmit: true, CapHost: true},
-	RoleHuman: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapPolicy: true},
-	RoleAdmin: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapPolicy: true, CapAllSessions: true},
+	RoleAgent: {CapRead: true, CapSubmit: true, CapHost: true, CapEnd: true},
+	RoleHuman: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapEnd: true, CapPolicy: true},
+	RoleAdmin: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapEnd: true, CapPolicy: true, CapAllSessions: true},
 }
 
 // Can reports whether role carries capability c (session scope aside).

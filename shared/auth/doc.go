@@ -15,7 +15,9 @@
 // Authorization (Authorize) is a pure function of principal, capability and
 // the session the request touches: a non-admin principal only ever reaches
 // its own session, and only a human owner or an admin decides approvals,
-// sends commands or changes policy. The origin of a call ("api" or "ui", from
+// sends commands or changes policy. The one execution command an agent may
+// send is End (CapEnd, its own session's executions): package control
+// checks that an agent's command is an End, in one place. The origin of a call ("api" or "ui", from
 // a header the UI sets) is recorded for provenance and never grants anything.
 //
 // What it must never do: accept an unsigned or differently signed token,

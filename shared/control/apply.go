@@ -20,7 +20,7 @@ import (
 // The state may have changed since the command was accepted, so it is
 // checked again: a control the execution no longer supports is rejected
 // with the reason (after a cancellation: "cancellation takes precedence").
-// Pause, Continue, Step and Steer act on what their sender saw, so they are
+// Pause, Continue, Step, Steer and End act on what their sender saw, so they are
 // also rejected when the execution moved past their expected version;
 // Cancel is not (it takes precedence), and Fork/Retry do not change the
 // source.
@@ -40,7 +40,7 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 		return nil, "", "", err
 	}
 	switch r.Type {
-	case Pause, Continue, Step, Steer:
+	case Pause, Continue, Step, Steer, End:
 		if e.Version != r.ExpectedVersion {
 			return nil, "", fmt.Sprintf("stale_version: expected %d, the execution is at %d", r.ExpectedVersion, e.Version), nil
 		}
@@ -69,6 +69,10 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 		next.Steering = append(append([]string(nil), e.Steering...), p.Instructions)
 	case Cancel:
 		next.Status, next.StepBudget = actionflow.ExecCancelling, 0
+	case End:
+		p := decodeAs[EndPayload](r.Payload)
+		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget, next.Restart = p.Status, "", "", 0, nil
+		next.End = &actionflow.EndInfo{Status: p.Status, Reason: p.Reason, Message: p.Message, By: r.Principal.Role, At: now}
 	case Fork, Retry:
 		child, reason, err := s.fork(ctx, e, r)
 		return nil, child, reason, err

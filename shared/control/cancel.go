@@ -16,27 +16,18 @@ import (
 // results. Then the execution becomes cancelled if nothing is left
 // running. Idempotent: the sweeper runs it again for cancelling executions.
 func (s *Service) cancelActions(ctx context.Context, o Owner, e actionflow.Execution) error {
-	after := ""
-	for {
-		page, next, err := s.flow.OpenActions(ctx, after, store.MaxLimit)
-		if err != nil {
-			return err
-		}
-		for _, a := range page {
-			if a.ExecutionID != e.ExecutionID {
-				continue
-			}
-			if _, err := s.flow.CancelAction(ctx, a.ActionID, "execution_cancelled"); err != nil {
-				return err
-			}
-		}
-		if next == "" {
-			break
-		}
-		after = next
+	if err := s.closeUnstarted(ctx, e, "execution_cancelled"); err != nil {
+		return err
 	}
 	_, err := s.FinishCancel(ctx, o)
 	return err
+}
+
+// closeUnstarted closes every action of e that has not started, with
+// reason, and fails its wait (a pending approval becomes cancelled);
+// started actions finish and record their results. Idempotent.
+func (s *Service) closeUnstarted(ctx context.Context, e actionflow.Execution, reason string) error {
+	return s.flow.CloseUnstarted(ctx, e.ExecutionID, reason, "")
 }
 
 // FinishCancel moves a cancelling execution to cancelled once every one

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ const (
 	Cancel   Control = "cancel"
 	Fork     Control = "fork"
 	Retry    Control = "retry"
+	// End ends an execution: completed, or failed with a reason code and a
+	// message. An agent of the owning session may send it (the only
+	// control it may send); it is not advertised as a UI control.
+	End Control = "end"
 
 	// Shutdown is the orderly stop's cooperative pause (owner "restart").
 	Shutdown Control = "shutdown"
@@ -44,7 +49,7 @@ func (c Control) known() bool {
 			return true
 		}
 	}
-	return c.system()
+	return c == End || c.system()
 }
 
 // Command is a control request: Type applied to one execution, made
@@ -108,6 +113,14 @@ type (
 	ForkPayload struct {
 		CheckpointVersion *int64 `json:"checkpoint_version,omitempty"`
 	}
+	// EndPayload: how the execution ends. Status "completed" or "failed";
+	// a failure needs a reason code (iteration_limit, model_error, aborted,
+	// ...: lower case, digits and underscores); Message is for people.
+	EndPayload struct {
+		Status  actionflow.ExecutionStatus `json:"status"`
+		Reason  string                     `json:"reason,omitempty"`
+		Message string                     `json:"message,omitempty"`
+	}
 	// RestartPayload is a restart decision (Shutdown: the intent only).
 	RestartPayload struct {
 		Intent actionflow.RestartIntent `json:"intent"`
@@ -120,7 +133,11 @@ const (
 	MaxSteerBytes       = 8 << 10
 	MaxSteeringEntries  = 64
 	maxCancelReasonSize = 1 << 10
+	MaxEndMessageBytes  = 4 << 10
 )
+
+// endReason is the shape of an End reason code.
+var endReason = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 func decodePayload(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
@@ -143,7 +160,7 @@ func validate(execID ids.ExecutionID, c Command) error {
 		return &actionflow.ValidationError{Field: "command_id", Msg: err.Error()}
 	}
 	if !c.Type.known() {
-		return &actionflow.ValidationError{Field: "type", Msg: fmt.Sprintf("%q is not one of %v", c.Type, UserControls)}
+		return &actionflow.ValidationError{Field: "type", Msg: fmt.Sprintf("%q is not one of %v or %s", c.Type, UserControls, End)}
 	}
 	if c.ExpectedVersion < 1 {
 		return &actionflow.ValidationError{Field: "expected_version", Msg: "required: the execution version the command was made against (>= 1)"}
@@ -176,6 +193,25 @@ func validate(execID ids.ExecutionID, c Command) error {
 		}
 		if len(p.Reason) > maxCancelReasonSize {
 			return &actionflow.ValidationError{Field: "payload.reason", Msg: fmt.Sprintf("at most %d bytes", maxCancelReasonSize)}
+		}
+	case End:
+		var p EndPayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+		switch p.Status {
+		case actionflow.ExecCompleted, actionflow.ExecFailed:
+		default:
+			return &actionflow.ValidationError{Field: "payload.status", Msg: fmt.Sprintf("%q is not completed or failed", p.Status)}
+		}
+		if p.Status == actionflow.ExecFailed && p.Reason == "" {
+			return &actionflow.ValidationError{Field: "payload.reason", Msg: "required when the status is failed (a code such as iteration_limit, model_error, aborted)"}
+		}
+		if p.Reason != "" && !endReason.MatchString(p.Reason) {
+			return &actionflow.ValidationError{Field: "payload.reason", Msg: "a code of lower-case letters, digits and underscores, at most 64 characters"}
+		}
+		if len(p.Message) > MaxEndMessageBytes {
+			return &actionflow.ValidationError{Field: "payload.message", Msg: fmt.Sprintf("at most %d bytes", MaxEndMessageBytes)}
 		}
 	case Fork, Retry:
 		var p ForkPayload

@@ -27,7 +27,8 @@ func Controls(e actionflow.Execution) []Control {
 // precedence over everything else); cancelled, completed, failed → Fork,
 // Retry. By kind: agent_chat supports all; function has no Steer (no
 // model to instruct); job has no Step, Steer or Fork (a job is retried,
-// not branched). System controls are never advertised.
+// not branched). End (running or paused, any kind) and the system
+// controls are never advertised.
 func Check(e actionflow.Execution, c Control) error {
 	no := func(format string, a ...any) error {
 		return &UnsupportedError{Control: c, Status: e.Status, Kind: e.Kind, Reason: fmt.Sprintf(format, a...)}
@@ -45,6 +46,15 @@ func Check(e actionflow.Execution, c Control) error {
 		case Step, Steer, Fork:
 			return no("%s is not supported for job executions", c)
 		}
+	}
+	if c == End {
+		switch e.Status {
+		case actionflow.ExecRunning, actionflow.ExecPaused:
+			return nil
+		case actionflow.ExecCancelling, actionflow.ExecCancelled:
+			return no("the execution is %s; cancellation takes precedence", e.Status)
+		}
+		return no("the execution has ended (%s)", e.Status)
 	}
 	switch e.Status {
 	case actionflow.ExecRunning:

@@ -1,6 +1,7 @@
 // Package control is the one command service of execution control: Pause,
 // Continue, Step, Steer, Cancel, Fork and Retry (specification 003,
-// sections 4 and 5, "Engineering reference"), plus the two system commands
+// sections 4 and 5, "Engineering reference"), End (the execution ends:
+// completed, or failed with a reason code), plus the two system commands
 // restart recovery records through it (Shutdown, Restart). Every transport
 // (HTTP API, CLI, recovery) calls Service.Submit or Service.SubmitOwned.
 //
@@ -73,17 +74,32 @@
 // and need Continue; job and function children start running. A Fork
 // starts a new branch, a Retry stays on the source's branch.
 //
+// End: completed, or failed with a reason code (iteration_limit,
+// model_error, aborted, ...: lower-case letters, digits, underscores) and
+// a message; the execution records it (Execution.End, with the sender's
+// role). It applies to a running or paused execution, is rejected when the
+// execution moved past its expected version, and is refused on a
+// cancelling or cancelled one (cancellation takes precedence; a pending
+// Cancel is applied first). Once applied, authorize refuses new actions
+// (execution_ended, the detail names the reason), every unstarted action
+// is closed and its wait failed (a pending approval becomes cancelled),
+// and started actions finish and record. End is not advertised by
+// Controls (the UI has no End button yet).
+//
 // Controls(e) is what an execution advertises now, by status and kind;
 // Check(e, c) explains a refusal. Cancelling descendants is limited to the
 // execution's own actions: forks and retries are independent executions.
 //
 // Principals: a human of the owning session or an admin sends user
 // controls; only the system sends Shutdown/Restart; an agent principal may
-// read but never control (routing an agent's request through the API does
-// not grant human privileges). Another session's execution is not found.
+// read and may End its own session's executions, but never send another
+// control (routing an agent's request through the API does not grant
+// human privileges). Another session's execution is not found.
 //
 // Events: command.accepted, command.applied, command.rejected,
-// execution.created (Fork/Retry child) and execution.cancelled are appended
+// execution.created (Fork/Retry child), execution.ended (End; also
+// written by actionflow when the iteration limit ends an execution) and
+// execution.cancelled are appended
 // to the session's canonical event log.
 //
 // What it must never do: apply a command that was not saved first; let a

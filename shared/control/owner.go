@@ -165,14 +165,27 @@ func (s *Service) apply(ctx context.Context, o Owner, r Record) (Record, error) 
 		if err != nil {
 			return r, err
 		}
+		if r.Type == End {
+			if _, err := s.flow.AppendEvent(ctx, actionflow.Event{Type: "execution.ended", SessionID: next.SessionID, ExecutionID: next.ExecutionID},
+				map[string]any{"execution_version": next.Version, "end": next.End, "command_id": r.CommandID}); err != nil {
+				s.log.Warn("execution.ended event not appended", "execution_id", next.ExecutionID, "error", err)
+			}
+		}
 		return s.finish(ctx, o, *next, r, next.Version)
 	}
 }
 
 // finish runs the applied command's effects (idempotent) and completes the record.
 func (s *Service) finish(ctx context.Context, o Owner, e actionflow.Execution, r Record, resultVersion int64) (Record, error) {
-	if r.Type == Cancel {
+	switch r.Type {
+	case Cancel:
 		if err := s.cancelActions(ctx, o, e); err != nil {
+			return r, err
+		}
+	case End:
+		// The execution has ended: its unstarted actions are closed and
+		// their waits cancelled; started ones finish and record.
+		if err := s.closeUnstarted(ctx, e, "execution_ended"); err != nil {
 			return r, err
 		}
 	}

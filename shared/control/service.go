@@ -96,8 +96,9 @@ func (s *Service) getRecord(ctx context.Context, exec ids.ExecutionID, id ids.Co
 // authorize: reads and controls are restricted to the owning session. A
 // human of the session or an admin may send user controls; system
 // controls come only from the system (restart recovery). An agent
-// principal never controls an execution: routing an agent's request
-// through the API does not grant human privileges.
+// principal never controls an execution (routing an agent's request
+// through the API does not grant human privileges); the one exception is
+// End, which an agent sends for the executions of its own session.
 func authorize(e actionflow.Execution, by actionflow.Principal, c Control, reading bool) error {
 	switch by.Role {
 	case "admin", "system":
@@ -106,13 +107,13 @@ func authorize(e actionflow.Execution, by actionflow.Principal, c Control, readi
 			return &actionflow.NotFoundError{What: "execution " + string(e.ExecutionID)} // another session's: not visible
 		}
 	case "agent":
-		if reading && by.Session == e.SessionID {
-			return nil
-		}
 		if by.Session != e.SessionID {
 			return &actionflow.NotFoundError{What: "execution " + string(e.ExecutionID)}
 		}
-		return &actionflow.ForbiddenError{Msg: "execution controls are sent by a human owner, not by an agent"}
+		if reading || c == End {
+			return nil // an agent ends its own session's executions, nothing more
+		}
+		return &actionflow.ForbiddenError{Msg: "execution controls are sent by a human owner, not by an agent (an agent may only end its execution)"}
 	default:
 		return &actionflow.ForbiddenError{Msg: "unknown principal role " + by.Role}
 	}

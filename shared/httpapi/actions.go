@@ -22,6 +22,9 @@ type SubmitBody struct {
 	ToolCallID  ids.ToolCallID  `json:"tool_call_id"`
 	ExecutionID ids.ExecutionID `json:"execution_id,omitempty"`
 	Interactive *bool           `json:"interactive"`
+	// IterationLimit bounds the tool calls of the execution this call
+	// starts (1..1000; absent: no limit).
+	IterationLimit int `json:"iteration_limit,omitempty"`
 }
 
 func (h *api) submit(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -56,7 +59,8 @@ func (h *api) submit(w http.ResponseWriter, r *http.Request, c *call) error {
 		}
 	}
 	a, created, err := h.svc.Submit(r.Context(), actionflow.SubmitRequest{SessionID: c.t.Session, ExecutionID: b.ExecutionID,
-		ToolCallID: b.ToolCallID, Tool: b.Tool, Arguments: b.Arguments, Interactive: *b.Interactive, IdempotencyKey: key, Principal: c.p})
+		ToolCallID: b.ToolCallID, Tool: b.Tool, Arguments: b.Arguments, Interactive: *b.Interactive, IdempotencyKey: key, Principal: c.p,
+		IterationLimit: b.IterationLimit})
 	if err != nil {
 		if a.ActionID == "" || isTyped(err) {
 			return err

@@ -70,6 +70,8 @@ func attempts(v victim) []attempt {
 			body: actionflow.ReconcileRequest{Outcome: "succeeded", Note: "trust me"}, header: map[string]string{auth.OriginHeader: "ui"}}},
 		{route: "POST /v1/executions/{execution_id}/commands", humanOnly: true, req: req{method: "POST", path: "/v1/executions/" + string(v.execution) + "/commands",
 			body: httpapi.CommandBody{CommandID: "cmd_x", Type: "cancel", ExpectedVersion: &one}}},
+		{route: "POST /v1/executions/{execution_id}/end", req: req{method: "POST", path: "/v1/executions/" + string(v.execution) + "/end",
+			body: httpapi.CommandBody{CommandID: "cmd_y", ExpectedVersion: &one, Payload: []byte(`{"status":"completed"}`)}}},
 		{route: "GET /v1/executions/{execution_id}", req: req{method: "GET", path: "/v1/executions/" + string(v.execution)}},
 		{route: "GET /v1/sessions/{session_id}/activity", req: req{method: "GET", path: "/v1/sessions/ses_1/activity"}},
 		{route: "GET /v1/sessions/{session_id}/events", req: req{method: "GET", path: "/v1/sessions/ses_1/events?wait=0"}},

@@ -6,9 +6,10 @@
 // Every /v1 request passes one gate (gate.go): authenticate (bearer token
 // locally, verified gateway claims in AWS), refuse a role without the
 // route's capability before anything is looked up (an agent deciding an
-// approval, reconciling an unknown outcome or sending a command), resolve
-// the session the request touches by reading (never writing) the addressed
-// resource, then auth.Authorize.
+// approval, reconciling an unknown outcome or sending a command; the one
+// command an agent may send is End, through its own route POST
+// /v1/executions/{id}/end), resolve the session the request touches by
+// reading (never writing) the addressed resource, then auth.Authorize.
 // A denial answers 403 and appends one "audit.denied" event to the touched
 // session's log (the caller's own when nothing was looked up or the id does
 // not exist) — nothing else is written. A non-admin naming an id outside

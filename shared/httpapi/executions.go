@@ -21,6 +21,25 @@ func (h *api) command(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
 		return err
 	}
+	return h.sendCommand(w, r, c, b)
+}
+
+// end sends the End command (POST /v1/executions/{id}/end): the one
+// command an agent token may send, for its own session's executions. The
+// body is a command without type (or with type "end").
+func (h *api) end(w http.ResponseWriter, r *http.Request, c *call) error {
+	var b CommandBody
+	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
+		return err
+	}
+	if b.Type != "" && b.Type != "end" {
+		return badRequest("invalid_field", "type", "this route sends only the end command; send "+b.Type+" to /v1/executions/{execution_id}/commands")
+	}
+	b.Type = "end"
+	return h.sendCommand(w, r, c, b)
+}
+
+func (h *api) sendCommand(w http.ResponseWriter, r *http.Request, c *call, b CommandBody) error {
 	switch {
 	case b.CommandID == "":
 		return badRequest("missing_field", "command_id", "command_id is required (the same id repeats the same command)")

@@ -43,6 +43,7 @@ func (h *api) table() []route {
 		{"GET /v1/sessions/{session_id}/approvals", auth.CapRead, pathSession, h.listApprovals},
 		{"POST /v1/approvals/{approval_id}", auth.CapDecide, h.approvalScope, h.decide},
 		{"POST /v1/executions/{execution_id}/commands", auth.CapCommand, h.executionScope, h.command},
+		{"POST /v1/executions/{execution_id}/end", auth.CapEnd, h.executionScope, h.end},
 		{"GET /v1/executions/{execution_id}", auth.CapRead, h.executionScope, h.getExecution},
 		{"GET /v1/sessions/{session_id}/activity", auth.CapRead, pathSession, h.activity},
 		{"GET /v1/sessions/{session_id}/events", auth.CapRead, pathSession, h.events},

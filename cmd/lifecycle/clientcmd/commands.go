@@ -380,6 +380,58 @@ func commandCmd(o *options) *cobra.Command {
 	return o.setup(cmd, false)
 }
 
+func endCmd(o *options) *cobra.Command {
+	var status, reason, message, commandID string
+	var expected int64
+	cmd := &cobra.Command{
+		Use:   "end EXECUTION_ID",
+		Short: "End an execution: completed, or failed with a reason code (an agent token may end its own session's executions)",
+		Example: "  lifecycle end exe_01... --status completed\n" +
+			"  lifecycle end exe_01... --status failed --reason model_error --message 'the provider answered 500'",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			id := ids.ExecutionID(args[0])
+			if expected < 0 {
+				ev, err := c.Execution(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				expected = ev.Execution.Version
+			}
+			if commandID == "" {
+				commandID = string(ids.NewCommandID())
+			}
+			payload, err := json.Marshal(map[string]string{"status": status, "reason": reason, "message": message})
+			if err != nil {
+				return err
+			}
+			res, err := c.End(cmd.Context(), id, httpapi.CommandBody{CommandID: ids.CommandID(commandID), ExpectedVersion: &expected, Payload: payload})
+			if err != nil {
+				return err
+			}
+			return o.print(res, func(w io.Writer) {
+				fprintf(w, "%s end %s (execution version %d)", res.CommandID, res.Status, res.ExecutionVersion)
+				if res.Reason != "" {
+					fprintf(w, ": %s", res.Reason)
+				}
+				fmt.Fprintln(w)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&status, "status", "", "completed or failed (required)")
+	f.StringVar(&reason, "reason", "", "the failure's code: iteration_limit, model_error, aborted, ... (required when failed)")
+	f.StringVar(&message, "message", "", "a message for people")
+	f.StringVar(&commandID, "id", "", "command id (default: a new one; repeat it to repeat the command)")
+	f.Int64Var(&expected, "expected-version", -1, "the execution version you saw (default: read it now)")
+	cmd.MarkFlagRequired("status")
+	return o.setup(cmd, false)
+}
+
 func activityCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "activity",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/control"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/httpapi/apigw"
 	"github.com/openprogram/lifecycle/shared/ids"
@@ -55,7 +56,12 @@ func gateway(t *testing.T) (apigw.Handler, *started) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpapi.New(httpapi.Config{Service: svc, Auth: auth.GatewayClaims{}, DisableStreaming: true, NoUI: true, Logger: quiet})
+	ctl, err := control.New(control.Config{Flow: svc, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Service: svc, Auth: auth.GatewayClaims{}, Control: httpapi.ControlService{Service: ctl},
+		DisableStreaming: true, NoUI: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +86,13 @@ func event(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
 func TestGatewayEvents(t *testing.T) {
 	h, starts := gateway(t)
 	ctx := context.Background()
+	var submitted httpapi.ActionView
+	atSubmitted := func(ev *events.APIGatewayV2HTTPRequest) {
+		id := string(submitted.ExecutionID)
+		ev.RawPath = strings.Replace(ev.RawPath, "exe_demo", id, 1)
+		ev.RequestContext.HTTP.Path = ev.RawPath
+		ev.PathParameters["execution_id"] = id
+	}
 	cases := []struct {
 		name   string
 		event  string
@@ -94,6 +107,7 @@ func TestGatewayEvents(t *testing.T) {
 			if v.SessionID != "ses_demo" || v.Origin != "agent-7" || len(*starts) != 1 {
 				t.Fatalf("submitted %s", body)
 			}
+			submitted = v
 		}},
 		{name: "the same submission with a base64 body replays", event: "submit-action.json", status: 202,
 			edit: func(ev *events.APIGatewayV2HTTPRequest) {
@@ -113,6 +127,18 @@ func TestGatewayEvents(t *testing.T) {
 			edit: func(ev *events.APIGatewayV2HTTPRequest) {
 				ev.RequestContext.Authorizer = nil
 				ev.Headers["role"], ev.Headers["sid"], ev.Headers["sub"] = "admin", "ses_demo", "x"
+			}},
+		{name: "the agent ends its execution", event: "end-execution.json", status: 202, edit: atSubmitted, check: func(t *testing.T, body string) {
+			var r httpapi.CommandResult
+			json.Unmarshal([]byte(body), &r)
+			if r.Type != "end" || r.Status != "applied" || r.ExecutionID != submitted.ExecutionID {
+				t.Fatalf("end %s", body)
+			}
+		}},
+		{name: "an agent of another session may not end it", event: "end-execution.json", status: 403,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				atSubmitted(ev)
+				ev.RequestContext.Authorizer.JWT.Claims["sid"] = "ses_other"
 			}},
 	}
 	for _, c := range cases {
