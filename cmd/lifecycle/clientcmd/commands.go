@@ -336,22 +336,11 @@ func commandCmd(o *options) *cobra.Command {
 		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, id, body, err := o.commandBody(cmd.Context(), args[0], commandID, expected)
 			if err != nil {
 				return err
 			}
-			id := ids.ExecutionID(args[0])
-			if expected < 0 {
-				ev, err := c.Execution(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				expected = ev.Execution.Version
-			}
-			if commandID == "" {
-				commandID = string(ids.NewCommandID())
-			}
-			body := httpapi.CommandBody{CommandID: ids.CommandID(commandID), Type: typ, ExpectedVersion: &expected}
+			body.Type = typ
 			if payload != "" {
 				body.Payload = json.RawMessage(payload)
 			}
@@ -359,16 +348,7 @@ func commandCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.print(res, func(w io.Writer) {
-				fprintf(w, "%s %s %s (execution version %d)", res.CommandID, res.Type, res.Status, res.ExecutionVersion)
-				if res.Reason != "" {
-					fprintf(w, ": %s", res.Reason)
-				}
-				if res.ChildExecutionID != "" {
-					fprintf(w, "; child execution %s", res.ChildExecutionID)
-				}
-				fmt.Fprintln(w)
-			})
+			return o.printCommand(res)
 		},
 	}
 	f := cmd.Flags()
@@ -378,6 +358,43 @@ func commandCmd(o *options) *cobra.Command {
 	f.Int64Var(&expected, "expected-version", -1, "the execution version you saw (default: read it now)")
 	cmd.MarkFlagRequired("type")
 	return o.setup(cmd, false)
+}
+
+// commandBody is what every command the CLI sends starts with: its id (a
+// new one unless --id repeats one) and the execution version it expects
+// (read now unless --expected-version names the one the person saw).
+func (o *options) commandBody(ctx context.Context, execution, commandID string, expected int64) (*apiclient.Client, ids.ExecutionID, httpapi.CommandBody, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, "", httpapi.CommandBody{}, err
+	}
+	id := ids.ExecutionID(execution)
+	if expected < 0 {
+		ev, err := c.Execution(ctx, id)
+		if err != nil {
+			return nil, "", httpapi.CommandBody{}, err
+		}
+		expected = ev.Execution.Version
+	}
+	if commandID == "" {
+		commandID = string(ids.NewCommandID())
+	}
+	return c, id, httpapi.CommandBody{CommandID: ids.CommandID(commandID), ExpectedVersion: &expected}, nil
+}
+
+// printCommand prints a command's result: id, type, status, the version it
+// wrote, and why or which child execution when there is one.
+func (o *options) printCommand(res httpapi.CommandResult) error {
+	return o.print(res, func(w io.Writer) {
+		fprintf(w, "%s %s %s (execution version %d)", res.CommandID, res.Type, res.Status, res.ExecutionVersion)
+		if res.Reason != "" {
+			fprintf(w, ": %s", res.Reason)
+		}
+		if res.ChildExecutionID != "" {
+			fprintf(w, "; child execution %s", res.ChildExecutionID)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 func endCmd(o *options) *cobra.Command {
@@ -390,36 +407,18 @@ func endCmd(o *options) *cobra.Command {
 			"  lifecycle end exe_01... --status failed --reason model_error --message 'the provider answered 500'",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
+			c, id, body, err := o.commandBody(cmd.Context(), args[0], commandID, expected)
 			if err != nil {
 				return err
 			}
-			id := ids.ExecutionID(args[0])
-			if expected < 0 {
-				ev, err := c.Execution(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				expected = ev.Execution.Version
+			if body.Payload, err = json.Marshal(map[string]string{"status": status, "reason": reason, "message": message}); err != nil {
+				return err
 			}
-			if commandID == "" {
-				commandID = string(ids.NewCommandID())
-			}
-			payload, err := json.Marshal(map[string]string{"status": status, "reason": reason, "message": message})
+			res, err := c.End(cmd.Context(), id, body)
 			if err != nil {
 				return err
 			}
-			res, err := c.End(cmd.Context(), id, httpapi.CommandBody{CommandID: ids.CommandID(commandID), ExpectedVersion: &expected, Payload: payload})
-			if err != nil {
-				return err
-			}
-			return o.print(res, func(w io.Writer) {
-				fprintf(w, "%s end %s (execution version %d)", res.CommandID, res.Status, res.ExecutionVersion)
-				if res.Reason != "" {
-					fprintf(w, ": %s", res.Reason)
-				}
-				fmt.Fprintln(w)
-			})
+			return o.printCommand(res)
 		},
 	}
 	f := cmd.Flags()
