@@ -341,3 +341,36 @@ func TestProtectedPathsUnknownProgramGivenAnAncestor(t *testing.T) {
 		})
 	}
 }
+
+// A protected path configured through a symbolic link (a state directory
+// under /tmp -> /private/tmp, a linked home) protects where the link leads
+// too: a call naming the real path is denied.
+func TestProtectedPathConfiguredThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real-state")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "state")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skipf("symbolic links are not available: %v", err)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := permission.NewEngine(permission.Config{ProtectedPaths: []string{link}, CredentialStores: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"file_path": filepath.Join(real, "auth.key")})
+	d, err := eng.Decide(context.Background(), permission.Request{Policy: permission.MustParsePolicy(`{"version":"v1","mode":"bypassPermissions"}`),
+		Trusted: permission.Trusted{SessionID: "ses_1", WorkingDir: ws, ProjectRoot: ws, Interactive: true},
+		Call:    permission.Call{ActionID: "act_1", Tool: "Read", Args: args}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Permission != lifecycle.PermissionDeny || d.Reason.Code != permission.CodeProtectedPath {
+		t.Fatalf("reading the link's target: %s %+v", d.Permission, d.Reason)
+	}
+}
