@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -61,22 +60,10 @@ func newProtector(protected, credentials []string) (*protector, error) {
 // the path it really names: a call is compared with both.
 func appendReal(list []string, p string) []string {
 	list = append(list, p)
-	if r := realPath(p); r != p && !contains(list, r) {
+	if r, err := Physical(OSFS{}, p); err == nil && r != p && !contains(list, r) {
 		list = append(list, r)
 	}
 	return list
-}
-
-// realPath resolves symbolic links in the longest existing part of p.
-func realPath(p string) string {
-	rest := ""
-	for dir := p; dir != "/" && dir != "."; dir = path.Dir(dir) {
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			return path.Join(filepath.ToSlash(r), rest)
-		}
-		rest = path.Join(path.Base(dir), rest)
-	}
-	return p
 }
 
 // paths are the absolute protected paths for a trusted home directory.
