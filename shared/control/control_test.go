@@ -240,13 +240,15 @@ func TestControlsAdvertised(t *testing.T) {
 		status actionflow.ExecutionStatus
 		want   []control.Control
 	}{
-		{"agent_chat", actionflow.ExecRunning, []control.Control{control.Pause, control.Steer, control.Cancel, control.Fork}},
-		{"agent_chat", actionflow.ExecPaused, []control.Control{control.Continue, control.Step, control.Steer, control.Cancel, control.Fork}},
+		{"agent_chat", actionflow.ExecRunning, []control.Control{control.Pause, control.Steer, control.End, control.Cancel, control.Fork}},
+		{"agent_chat", actionflow.ExecPaused, []control.Control{control.Continue, control.Step, control.Steer, control.End, control.Cancel, control.Fork}},
 		{"agent_chat", actionflow.ExecCancelling, []control.Control{control.Fork}},
 		{"agent_chat", actionflow.ExecCancelled, []control.Control{control.Fork, control.Retry}},
-		{"job", actionflow.ExecPaused, []control.Control{control.Continue, control.Cancel}},
+		{"agent_chat", actionflow.ExecCompleted, []control.Control{control.Fork, control.Retry}},
+		{"job", actionflow.ExecRunning, []control.Control{control.Pause, control.End, control.Cancel}},
+		{"job", actionflow.ExecPaused, []control.Control{control.Continue, control.End, control.Cancel}},
 		{"job", actionflow.ExecFailed, []control.Control{control.Retry}},
-		{"function", actionflow.ExecRunning, []control.Control{control.Pause, control.Cancel, control.Fork}},
+		{"function", actionflow.ExecRunning, []control.Control{control.Pause, control.End, control.Cancel, control.Fork}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind+"_"+string(tc.status), func(t *testing.T) {

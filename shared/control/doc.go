@@ -83,8 +83,8 @@
 // Cancel is applied first). Once applied, authorize refuses new actions
 // (execution_ended, the detail names the reason), every unstarted action
 // is closed and its wait failed (a pending approval becomes cancelled),
-// and started actions finish and record. End is not advertised by
-// Controls (the UI has no End button yet).
+// and started actions finish and record. Controls advertises End on a
+// running or paused execution (the Activity UI offers it as "End…").
 //
 // Controls(e) is what an execution advertises now, by status and kind;
 // Check(e, c) explains a refusal. Cancelling descendants is limited to the
