@@ -57,6 +57,9 @@ type uiStack struct {
 	// noResponseRecord: executions whose model response record is
 	// missing (what the model loop would report through FactSource).
 	noResponseRecord sync.Map
+	// dropSuffix: the next POST whose path ends with it is served, then
+	// its answer breaks off (as dropDecision; the status goes to dropped).
+	dropSuffix atomic.Pointer[string]
 }
 
 // Facts are the command service's (pending commands) and the missing
@@ -131,6 +134,10 @@ func newIssuer(t *testing.T) *auth.Issuer {
 
 func (s *uiStack) faults(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := s.dropSuffix.Load(); p != nil && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, *p) && s.dropSuffix.CompareAndSwap(p, nil) {
+			s.dropped <- breakOff(h, w, r)
+			panic(http.ErrAbortHandler)
+		}
 		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/approvals/") && s.dropDecision.CompareAndSwap(true, false) {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r) // the server decides...
