@@ -233,6 +233,55 @@ func TestUIEndAndReconcile(t *testing.T) {
 		p.shot("3-history")
 	})
 
+	// The answer to End is lost after the server applied it: the command
+	// says delivery unknown; "Retry the same command" sends the same
+	// command id and version, which the server answers with the stored
+	// record: applied once.
+	t.Run("end: unknown delivery retries the same command", func(t *testing.T) {
+		s := newUIStack(t)
+		const session = "ses_end_retry"
+		human, agent := s.token(auth.RoleHuman, session), s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("noop", `{}`, "c1"))
+		s.waitAction(agent, v.ActionID)
+		p.press(inSection("in_progress", v.ExecutionID))
+		p.press(execRow(v.ExecutionID) + ` .controls button[data-control="end"]`)
+		version := s.execution(human, v.ExecutionID).Execution.Version
+		// No event may tell the page the End applied: only its retry can.
+		hold := make(chan struct{})
+		s.holdEvents.Store(&hold)
+		s.srv.CloseClientConnections()
+		p.wait(`#live:not([data-state="live"])`)
+		suffix := "/v1/executions/" + string(v.ExecutionID) + "/commands"
+		s.dropSuffix.Store(&suffix)
+		p.press(endForm(v.ExecutionID) + " button.end-submit")
+		p.wait(execRow(v.ExecutionID) + ` .command[data-type="end"][data-status="unknown"]`)
+		if code := <-s.dropped; code != http.StatusAccepted {
+			t.Fatalf("the server answered the lost End with %d", code)
+		}
+		p.noNotice()
+		p.shot("1-unknown")
+		sent := eval[string](p, `document.querySelector(`+jsString(execRow(v.ExecutionID)+` .command[data-type="end"]`)+`).dataset.commandId`)
+		p.press(execRow(v.ExecutionID) + ` .command[data-type="end"] button`)
+		p.wait(execRow(v.ExecutionID) + ` .command[data-type="end"][data-status="applied"]`)
+		s.holdEvents.Store(nil)
+		close(hold)
+		recs, err := s.ctl.Commands(context.Background(), v.ExecutionID, actionflow.Principal{Subject: "test", Role: "system"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || string(recs[0].CommandID) != sent || recs[0].Status != "applied" || recs[0].ExpectedVersion != version {
+			t.Fatalf("commands after the retry: %+v (the page sent %s)", recs, sent)
+		}
+		if e := s.execution(human, v.ExecutionID).Execution; e.Status != actionflow.ExecCompleted || e.Version != version+1 {
+			t.Fatalf("after the retry: %+v", e)
+		}
+		p.sectionStatus("history", v.ExecutionID, activity.LabelCompleted)
+		p.noNotice()
+		p.shot("2-retried")
+	})
+
 	// An unknown outcome: the card needs an outcome and a note; Reconcile
 	// shows the answer and "Sending…" at once, then the applied receipt;
 	// the action takes the outcome (the receipt stays unknown), the branch
