@@ -15,11 +15,14 @@
 //   - branch details: a short branch heading, the execution count, one row
 //     per execution with its tool calls and their three states (permission,
 //     outcome, delivery) as badges; a request appears only in its execution
-//     row; an unknown outcome says "Reconciliation required" with the
+//     row; an unknown outcome says "Reconciliation required" with a
+//     Reconcile card (reconcile.js: succeeded or failed, a note, optional
+//     evidence; the decision cards' sending → applied receipts) and the
 //     recovery controls the execution advertises; each execution offers
 //     only the controls it advertises (GET /v1/executions/{id}), sent with a
 //     fresh command_id and the execution's version, shown "accepted" (saved)
-//     then "applied" (took effect);
+//     then "applied" (took effect); End opens a form first (end.js:
+//     completed, or failed with a reason code and a message);
 //   - decision panels above the composer: one card per pending approval
 //     (cards.js);
 //   - a composer whose draft and focus new cards never disturb; it sends
