@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/activity"
+	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/ids"
 )
 
@@ -24,16 +25,35 @@ func printed(t *testing.T, step, out string, re *regexp.Regexp) string {
 
 // The README's quick start, step by step, with the CLI against a real
 // `lifecycle serve` (its default policy, its host worker running bash):
-// an agent token; submit a Bash call that waits for approval; a human
-// approves it (listed by `approvals`, answered by `approve`); the submit
-// prints the outcome and the execution; `show` prints the three states,
-// the decision and the receipt; the agent ends the execution; Activity
-// lists the branch under History as Completed. Each step uses only what an
-// earlier step printed.
+// an agent token; submit a Bash call, which waits for approval; a human
+// approves it, either while the submit waits (the UI's card, or
+// `approvals` and `approve` from another terminal) or after the wait
+// ended (with the approval id the submit printed); `show` prints the
+// three states, the decision, the receipt and the execution; the agent
+// ends the execution; Activity lists the branch under History as
+// Completed. Each step uses only what an earlier step printed.
 func TestQuickStart(t *testing.T) {
 	s := startServeStack(t)
-	session := string(s.session)
+	for _, tc := range []struct {
+		name, session string
+		// wait is submit's --wait: 30s is approved while it waits, 1s
+		// ends first.
+		wait string
+	}{
+		{"approved while submit waits", "ses_local", "30s"},
+		{"approved after the wait ended", "ses_later", "1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			quickStart(t, s, tc.session, tc.wait)
+		})
+	}
+}
 
+func quickStart(t *testing.T, s *serveStack, session, wait string) {
+	human, err := s.issuer.Issue(auth.RoleHuman, ids.SessionID(session), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// export LIFECYCLE_TOKEN=$(./lifecycle token --role agent --session ses_local)
 	out, err := s.cli("", "token", "--role", "agent", "--session", session, "--state-dir", s.stateDir)
 	if err != nil {
@@ -49,52 +69,65 @@ func TestQuickStart(t *testing.T) {
 	}
 	submitted := make(chan result, 1)
 	go func() {
-		out, err := s.cli(agent, "submit", "--session", session, "--tool", "Bash", "--args", `{"command":"echo hi > hi.txt"}`, "--wait", "120s")
+		out, err := s.cli(agent, "submit", "--session", session, "--tool", "Bash", "--args", `{"command":"echo hi > hi.txt"}`, "--wait", wait)
 		submitted <- result{out, err}
 	}()
+	done := func() result {
+		select {
+		case r := <-submitted:
+			if r.err != nil {
+				t.Fatalf("submit: %v %s", r.err, r.out)
+			}
+			return r
+		case <-time.After(90 * time.Second):
+			t.Fatal("submit --wait did not return")
+		}
+		return result{}
+	}
 
-	// The human approves it (the UI's card, or the CLI from another
-	// terminal: `approvals` lists it, `approve <approval_id>` answers).
-	listed := regexp.MustCompile(`(?m)^(\S+)\s+Bash `)
-	var approval string
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		out, err := s.cli(s.human, "approvals")
-		if err != nil {
-			t.Fatalf("approvals: %v %s", err, out)
-		}
-		if m := listed.FindStringSubmatch(out); m != nil {
-			approval = m[1]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no approval listed: %s", out)
+	var approval, action string
+	if wait == "1s" {
+		// The wait ends first: submit prints the action and its pending
+		// approval's id.
+		r := done()
+		approval = printed(t, "submit", r.out, regexp.MustCompile(`(?m)^approval\s+(\S+) pending$`))
+		action = printed(t, "submit", r.out, regexp.MustCompile(`(?m)^action\s+(act_\S+)`))
+	} else {
+		// While it waits, from another terminal: `approvals` lists it.
+		listed := regexp.MustCompile(`(?m)^(\S+)\s+Bash `)
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			out, err := s.cli(agent, "approvals")
+			if err != nil {
+				t.Fatalf("approvals: %v %s", err, out)
+			}
+			if m := listed.FindStringSubmatch(out); m != nil {
+				approval = m[1]
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no approval listed: %s", out)
+			}
 		}
 	}
-	if out, err := s.cli(s.human, "approve", approval); err != nil || !strings.Contains(out, approval+" approved") {
+	// ./lifecycle approve <approval_id> --token $(./lifecycle token --role human --session ses_local)
+	if out, err := s.cli(human, "approve", approval); err != nil || !strings.Contains(out, approval+" approved") {
 		t.Fatalf("approve: %v %s", err, out)
 	}
-
-	// The submit returns with the receipt; it names the action and the
-	// execution the next steps need.
-	var sub result
-	select {
-	case sub = <-submitted:
-	case <-time.After(150 * time.Second):
-		t.Fatal("submit --wait did not return")
+	if wait != "1s" {
+		// The submit returns with the receipt.
+		r := done()
+		printed(t, "submit", r.out, regexp.MustCompile(`(?m)^outcome\s+(succeeded)$`))
+		action = printed(t, "submit", r.out, regexp.MustCompile(`(?m)^action\s+(act_\S+)`))
 	}
-	if sub.err != nil {
-		t.Fatalf("submit: %v %s", sub.err, sub.out)
-	}
-	action := printed(t, "submit", sub.out, regexp.MustCompile(`(?m)^action\s+(act_\S+)`))
-	printed(t, "submit", sub.out, regexp.MustCompile(`(?m)^outcome\s+(succeeded)$`))
 
-	// ./lifecycle show <action_id>: the three states, the decision with its
-	// reason, the receipt, and the execution.
-	out, err = s.cli(agent, "show", action)
+	// ./lifecycle show <action_id> --wait 30s: the three states, the
+	// decision with its reason, the receipt, and the execution.
+	out, err = s.cli(agent, "show", action, "--wait", "30s")
 	if err != nil {
 		t.Fatalf("show: %v %s", err, out)
 	}
-	for _, want := range []string{"permission  allow (approval/approved: approved by human", "outcome     succeeded", "delivery    projected", "approval    " + approval + " approved"} {
+	for _, want := range []string{"permission  allow (approval/approved: approved by human", "outcome     succeeded", "delivery    projected",
+		"approval    " + approval + " approved"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("show does not print %q:\n%s", want, out)
 		}
@@ -111,7 +144,7 @@ func TestQuickStart(t *testing.T) {
 	}
 
 	// Activity: the branch is under History, Completed; nothing else.
-	out, err = s.cli(s.human, "activity")
+	out, err = s.cli(human, "activity")
 	if err != nil {
 		t.Fatalf("activity: %v %s", err, out)
 	}
@@ -120,8 +153,12 @@ func TestQuickStart(t *testing.T) {
 			t.Fatalf("activity does not print %q:\n%s", want, out)
 		}
 	}
-	row, ok := s.historyRow(t, ids.ExecutionID(exec))
-	if !ok || row.Status != activity.LabelCompleted || row.ExecutionCount != 1 {
-		t.Fatalf("the History row of %s: %+v %v", exec, row, ok)
+	var a activity.Activity
+	if _, err := s.do("GET", "/v1/sessions/"+session+"/activity", human, nil, &a, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.History) != 1 || a.History[0].Status != activity.LabelCompleted || a.History[0].ExecutionCount != 1 ||
+		len(a.History[0].Executions) != 1 || string(a.History[0].Executions[0].ExecutionID) != exec {
+		t.Fatalf("the History of %s: %+v", session, a.History)
 	}
 }
