@@ -144,7 +144,7 @@ func quickStart(t *testing.T, s *serveStack, session, wait string) {
 	}
 
 	// Activity: the branch is under History, Completed; nothing else.
-	out, err = s.cli(human, "activity")
+	out, err = s.cli(agent, "activity")
 	if err != nil {
 		t.Fatalf("activity: %v %s", err, out)
 	}
