@@ -203,6 +203,9 @@ func TestUIEndAndReconcile(t *testing.T) {
 		}
 		p.do(chromedp.SendKeys(chromedp.CSS(form+" input[list]"), "aborted"),
 			chromedp.SendKeys(chromedp.CSS(form+" textarea"), "the user closed the tab"))
+		if !eval[bool](p, `document.querySelector(`+jsString(form+" .form-error")+`).hidden`) {
+			p.fail("the form still says %q after the reason was typed", p.text(form+" .form-error"))
+		}
 		p.shot("1-form")
 
 		ctx := context.Background()

@@ -38,7 +38,7 @@ export class EndForm {
       h("label", { for: id("reason"), text: "Reason code" }), this.reasonEl,
       h("datalist", { id: id("reasons") }, END_REASONS.map((r) => h("option", { value: r }))));
     this.el = h("form", { class: "end-form", "data-execution-id": this.exec, "aria-label": "End execution " + short(this.exec),
-      novalidate: true, onsubmit: (e) => this.submit(e) },
+      novalidate: true, onsubmit: (e) => this.submit(e), oninput: () => { this.errorEl.hidden = true; } },
       h("fieldset", { class: "choices" },
         h("legend", { text: "End execution " + short(this.exec) + " as" }),
         radio("completed", "Completed"), radio("failed", "Failed")),
