@@ -94,9 +94,9 @@ type Record struct {
 	Descendants []Descendant `json:"descendants,omitempty"`
 	// Cascade is set on a Cancel an ancestor's cancellation sent.
 	Cascade    *CascadeRef `json:"cascade,omitempty"`
-	AcceptedAt time.Time       `json:"accepted_at"`
-	DoneAt     *time.Time      `json:"done_at,omitempty"`
-	Version    int64           `json:"-"`
+	AcceptedAt time.Time   `json:"accepted_at"`
+	DoneAt     *time.Time  `json:"done_at,omitempty"`
+	Version    int64       `json:"-"`
 }
 
 // Payloads of the commands that take one.
