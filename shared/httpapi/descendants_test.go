@@ -1,0 +1,207 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/apiclient"
+	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
+)
+
+// execution reads an execution through the API.
+func (s *stack) execution(token string, id ids.ExecutionID) httpapi.ExecutionView {
+	s.t.Helper()
+	r := s.do(req{method: "GET", path: "/v1/executions/" + string(id), token: token})
+	if r.status != http.StatusOK {
+		s.t.Fatalf("execution %s: %d %s", id, r.status, r.body)
+	}
+	var ev httpapi.ExecutionView
+	r.decode(s.t, &ev)
+	return ev
+}
+
+// command sends a control command at the execution's current version.
+func (s *stack) command(token string, exec ids.ExecutionID, id, typ, payload string) (resp, httpapi.CommandResult) {
+	s.t.Helper()
+	v := s.execution(token, exec).Execution.Version
+	body := httpapi.CommandBody{CommandID: ids.CommandID(id), Type: typ, ExpectedVersion: &v}
+	if payload != "" {
+		body.Payload = json.RawMessage(payload)
+	}
+	path := "/v1/executions/" + string(exec) + "/commands"
+	if typ == "end" {
+		path = "/v1/executions/" + string(exec) + "/end"
+	}
+	r := s.do(req{method: "POST", path: path, token: token, body: body})
+	var cr httpapi.CommandResult
+	if r.status == http.StatusAccepted {
+		r.decode(s.t, &cr)
+	}
+	return r, cr
+}
+
+func (s *stack) applied(token string, exec ids.ExecutionID, id, typ, payload string) httpapi.CommandResult {
+	s.t.Helper()
+	r, cr := s.command(token, exec, id, typ, payload)
+	if r.status != http.StatusAccepted || cr.Status != "applied" {
+		s.t.Fatalf("%s %s on %s: %d %s", typ, id, exec, r.status, r.body)
+	}
+	return cr
+}
+
+// waitStatus polls an execution until it has status want.
+func (s *stack) waitStatus(token string, id ids.ExecutionID, want actionflow.ExecutionStatus) httpapi.ExecutionView {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ev := s.execution(token, id)
+		if ev.Execution.Status == want {
+			return ev
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("execution %s is %s, want %s", id, ev.Execution.Status, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCancelEndsTheExecutionAndItsDescendants (issue 12, "Execution
+// controls that are still partial"): through the HTTP API on the embedded
+// stack, an execution with a fork, a retry (of a failed fork) and a child
+// task, each waiting on an approval, and a host tool already started in
+// the parent. Cancelling the parent cancels every open descendant (their
+// approvals cancelled, their actions not_started), leaves the failed fork
+// alone, lists what it reached, and the started tool finishes and records
+// before the parent is cancelled.
+func TestCancelEndsTheExecutionAndItsDescendants(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	agent := s.token(auth.RoleAgent, "ses_1")
+	human := s.token(auth.RoleHuman, "ses_1")
+	in := func(exec ids.ExecutionID, tool, args, call string) map[string]any {
+		b := submitBody(tool, args, call)
+		if exec != "" {
+			b["execution_id"] = string(exec)
+		}
+		return b
+	}
+
+	// The parent: a started host tool and an approval wait.
+	bash := s.submit(agent, "ses_1", "p-bash", in("", "Bash", `{"command":"echo still running"}`, "c1"))
+	p := bash.ExecutionID
+	host := apiclient.Host{Client: &apiclient.Client{BaseURL: s.url, Token: agent, HTTP: s.client}}
+	deadline := time.Now().Add(20 * time.Second)
+	var task actionflow.Task
+	for {
+		tasks, err := host.Tasks(ctx, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tasks) == 1 {
+			if task, err = host.Start(ctx, tasks[0], "att_1"); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the host task was not published")
+		}
+	}
+	pAsk := s.submit(agent, "ses_1", "p-ask", in(p, "risky", `{"n":"p"}`, "c2"))
+	s.pendingApproval(agent, "ses_1", pAsk.ActionID)
+
+	// A fork of the parent, continued, waiting on an approval.
+	f := s.applied(human, p, "fork_f", "fork", "").ChildExecutionID
+	s.applied(human, f, "continue_f", "continue", "")
+	fAsk := s.submit(agent, "ses_1", "f-ask", in(f, "risky", `{"n":"f"}`, "c3"))
+	s.pendingApproval(agent, "ses_1", fAsk.ActionID)
+
+	// A child task of the parent (a job), waiting on an approval.
+	j, err := s.svc.StartChildTask(ctx, p, actionflow.ChildTask{ExecutionID: "exe_job1", Kind: "job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jAsk := s.submit(agent, "ses_1", "j-ask", in(j.ExecutionID, "risky", `{"n":"j"}`, "c4"))
+	s.pendingApproval(agent, "ses_1", jAsk.ActionID)
+
+	// A fork that failed (its agent ended it), and its retry.
+	e := s.applied(human, p, "fork_e", "fork", "").ChildExecutionID
+	s.applied(agent, e, "end_e", "end", `{"status":"failed","reason":"model_error"}`)
+	rx := s.applied(human, e, "retry_r", "retry", "").ChildExecutionID
+
+	// Cancel the parent.
+	pv := s.execution(human, p).Execution.Version
+	cr := s.applied(human, p, "cancel_p", "cancel", `{"reason":"stop the run"}`)
+	var reached []string
+	for _, d := range cr.Descendants {
+		reached = append(reached, string(d.ExecutionID)+"<"+string(d.ParentID)+":"+d.Status)
+	}
+	sort.Strings(reached)
+	want := []string{string(j.ExecutionID) + "<" + string(p) + ":applied", string(f) + "<" + string(p) + ":applied", string(rx) + "<" + string(e) + ":applied"}
+	sort.Strings(want)
+	if strings.Join(reached, ",") != strings.Join(want, ",") {
+		t.Fatalf("the cancel reached %v, want %v", reached, want)
+	}
+
+	cases := []struct {
+		name string
+		exec ids.ExecutionID
+		want actionflow.ExecutionStatus
+		ask  ids.ActionID
+	}{
+		{"the fork", f, actionflow.ExecCancelled, fAsk.ActionID},
+		{"the child task", j.ExecutionID, actionflow.ExecCancelled, jAsk.ActionID},
+		{"the retry of the failed fork", rx, actionflow.ExecCancelled, ""},
+		{"the failed fork is left alone", e, actionflow.ExecFailed, ""},
+		{"the parent waits for its started tool", p, actionflow.ExecCancelling, pAsk.ActionID},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := s.waitStatus(human, tc.exec, tc.want)
+			if len(ev.Controls) != 0 && tc.want == actionflow.ExecCancelling {
+				t.Fatalf("a cancelling execution advertises %v", ev.Controls)
+			}
+			if tc.ask == "" {
+				return
+			}
+			av := s.waitAction(agent, tc.ask)
+			if av.States.Outcome != lifecycle.OutcomeNotStarted || av.Approval == nil || av.Approval.Status != actionflow.ApprovalCancelled {
+				t.Fatalf("the pending approval of %s: outcome %s approval %+v", tc.exec, av.States.Outcome, av.Approval)
+			}
+		})
+	}
+	if n := s.exec.calls.Load(); n != 0 {
+		t.Fatalf("the executor ran %d times", n)
+	}
+
+	// The started tool finishes and records; then the parent is cancelled.
+	if err := host.Result(ctx, bash.ActionID, "att_1", task.Fence, actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: "still running\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if av := s.waitAction(agent, bash.ActionID); av.States.Outcome != lifecycle.OutcomeSucceeded || av.Receipt.Output != "still running\n" {
+		t.Fatalf("the started tool: %+v", av.States)
+	}
+	if _, err := s.es.Recovery.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.waitStatus(human, p, actionflow.ExecCancelled)
+
+	// The same cancel again is the same command; nothing new reaches the
+	// descendants.
+	again := s.do(req{method: "POST", path: "/v1/executions/" + string(p) + "/commands", token: human,
+		body: httpapi.CommandBody{CommandID: "cancel_p", Type: "cancel", ExpectedVersion: &pv, Payload: json.RawMessage(`{"reason":"stop the run"}`)}})
+	var cr2 httpapi.CommandResult
+	again.decode(t, &cr2)
+	if again.status != http.StatusAccepted || len(cr2.Descendants) != len(cr.Descendants) {
+		t.Fatalf("repeated cancel: %d %s", again.status, again.body)
+	}
+}
