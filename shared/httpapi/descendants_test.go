@@ -205,3 +205,98 @@ func TestCancelEndsTheExecutionAndItsDescendants(t *testing.T) {
 		t.Fatalf("repeated cancel: %d %s", again.status, again.body)
 	}
 }
+
+// TestForkAndRetryFromAnySavedPoint: every checkpoint version an
+// execution wrote is listed by GET /v1/executions/{id} and may be forked
+// or retried from; the child starts from that point's state and keeps the
+// source's session, run and iteration limit; the source's history stays;
+// a point the execution does not have is 409 saved_point_unavailable and
+// saves nothing.
+func TestForkAndRetryFromAnySavedPoint(t *testing.T) {
+	s := newStack(t)
+	agent := s.token(auth.RoleAgent, "ses_1")
+	human := s.token(auth.RoleHuman, "ses_1")
+	var actions []ids.ActionID
+	var src ids.ExecutionID
+	for i, call := range []string{"c1", "c2", "c3"} {
+		b := submitBody("noop", `{"n":`+string(rune('1'+i))+`}`, call)
+		if src == "" {
+			b["iteration_limit"] = 10
+		} else {
+			b["execution_id"] = string(src)
+		}
+		v := s.submit(agent, "ses_1", "k"+call, b)
+		src = v.ExecutionID
+		s.waitAction(agent, v.ActionID)
+		actions = append(actions, v.ActionID)
+	}
+	before := s.execution(human, src)
+	if before.Checkpoint.Version != 3 || len(before.SavedPoints) != 4 {
+		t.Fatalf("source: checkpoint %+v, saved points %+v", before.Checkpoint, before.SavedPoints)
+	}
+	for i, sp := range before.SavedPoints {
+		want := ids.ActionID("")
+		if i > 0 {
+			want = actions[i-1]
+		}
+		if sp.Version != int64(i) || sp.LastActionID != want || sp.At.IsZero() {
+			t.Fatalf("saved point %d: %+v", i, sp)
+		}
+	}
+	cases := []struct {
+		name     string
+		typ      string
+		payload  string
+		point    int64
+		recorded int64
+		last     ids.ActionID
+	}{
+		{"fork from a middle saved point", "fork", `{"checkpoint_version":2}`, 2, 2, actions[1]},
+		{"fork from the first receipt", "fork", `{"checkpoint_version":1}`, 1, 1, actions[0]},
+		{"fork from the start", "fork", `{"checkpoint_version":0}`, 0, 0, ""},
+		{"fork from the current checkpoint (default)", "fork", ``, 3, 3, actions[2]},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := s.applied(human, src, "cmd_"+string(rune('a'+i)), tc.typ, tc.payload)
+			child := s.execution(human, cr.ChildExecutionID)
+			e := child.Execution
+			if e.ParentID != src || e.SessionID != "ses_1" || e.RunID != before.Execution.RunID || e.IterationLimit != 10 ||
+				e.ForkPoint == nil || *e.ForkPoint != tc.point || e.Status != actionflow.ExecPaused {
+				t.Fatalf("child %+v", e)
+			}
+			if child.Checkpoint.Recorded != tc.recorded || child.Checkpoint.LastActionID != tc.last || child.Checkpoint.Version != 1 {
+				t.Fatalf("child checkpoint %+v", child.Checkpoint)
+			}
+			if len(child.SavedPoints) != 2 || child.SavedPoints[1].LastActionID != tc.last {
+				t.Fatalf("child saved points %+v", child.SavedPoints)
+			}
+		})
+	}
+	t.Run("a saved point the execution does not have", func(t *testing.T) {
+		mark := s.st.mark()
+		r, _ := s.command(human, src, "cmd_x", "fork", `{"checkpoint_version":4}`)
+		e := r.errorBody(t)
+		cur, _ := e.Current.(map[string]any)
+		if r.status != http.StatusConflict || e.Code != "saved_point_unavailable" || cur["checkpoint_version"] != float64(3) {
+			t.Fatalf("fork from 4: %d %s", r.status, r.body)
+		}
+		if w := s.st.since(mark); len(w) != 0 {
+			t.Fatalf("a refused fork wrote %+v", w)
+		}
+	})
+	t.Run("retry of the ended source from a saved point", func(t *testing.T) {
+		s.applied(agent, src, "end_src", "end", `{"status":"failed","reason":"model_error"}`)
+		cr := s.applied(human, src, "retry_1", "retry", `{"checkpoint_version":2}`)
+		child := s.execution(human, cr.ChildExecutionID)
+		if child.Execution.BranchID != before.Execution.BranchID || child.Checkpoint.LastActionID != actions[1] {
+			t.Fatalf("retry child %+v checkpoint %+v", child.Execution, child.Checkpoint)
+		}
+	})
+	// The source's history stays.
+	after := s.execution(human, src)
+	if after.Checkpoint.Version != before.Checkpoint.Version || after.Checkpoint.LastActionID != before.Checkpoint.LastActionID ||
+		!after.Checkpoint.UpdatedAt.Equal(*before.Checkpoint.UpdatedAt) || len(after.SavedPoints) != len(before.SavedPoints) {
+		t.Fatalf("the source changed: %+v %+v", after.Checkpoint, after.SavedPoints)
+	}
+}
