@@ -43,6 +43,15 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 		if e.Version != r.ExpectedVersion {
 			return nil, "", fmt.Sprintf("stale_version: expected %d, the execution is at %d", r.ExpectedVersion, e.Version), nil
 		}
+	case Fork, Retry:
+		// A Fork or Retry sent before a cancellation and applied after it
+		// would start work the cancellation was meant to end: the
+		// cancellation takes precedence. One sent after it (made against
+		// the cancelled version) is new, deliberate work.
+		if cancelInEffect(e) && e.LastCommand != nil && e.LastCommand.Type == string(Cancel) && r.ExpectedVersion < e.LastCommand.Version {
+			return nil, "", fmt.Sprintf("cancellation takes precedence: the %s was sent at version %d, before the execution was cancelled (command %s, version %d)",
+				r.Type, r.ExpectedVersion, e.LastCommand.ID, e.LastCommand.Version), nil
+		}
 	}
 	now := s.flow.Now()
 	next := e

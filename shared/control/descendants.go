@@ -44,10 +44,18 @@ import (
 // consistent query of the parent's partition after the parent's
 // cancelling version was written. So a child either existed before that
 // version (and is listed) or its creation failed and was decided again
-// against the cancelling parent (and refused). A Fork or Retry of an
-// execution whose cancellation has finished (cancelled), or of an ended
-// descendant the walk has passed, is new deliberate work, as a Retry of a
-// cancelled execution is.
+// against the cancelling parent (and refused). A Fork or Retry saved
+// before the Cancel and applied after it (its expected version is below
+// the version the Cancel wrote) is rejected: cancellation takes
+// precedence. One sent after the cancellation (against the cancelled
+// version), or a Fork/Retry of an ended descendant the walk has passed, is
+// new deliberate work, as a Retry of a cancelled execution is.
+//
+// A cancellation stopped part-way (a crash, a store failure) is finished
+// by the next application of the same Cancel (the sweeper's Reconcile):
+// the derived ids make every save a repeat, a descendant already reached
+// is listed from its stored Cancel, and one whose Cancel is still
+// accepted is applied by its owner then.
 
 // MaxCancelDepth bounds how many generations below the cancelled
 // execution a cancellation reaches.
@@ -104,6 +112,26 @@ func (s *Service) cancelDescendants(ctx context.Context, e actionflow.Execution,
 			return out, fmt.Errorf("cancel descendant %s of %s: %w", id, e.ExecutionID, err)
 		}
 		d := Descendant{ExecutionID: id, ParentID: e.ExecutionID, Depth: depth + 1}
+		if c.Status != actionflow.ExecRunning && c.Status != actionflow.ExecPaused {
+			// Cancelled (or cancelling) by this very cancellation in an
+			// earlier run of it (a recovered or repeated cancellation):
+			// listed as then, nothing sent again.
+			rec, err := s.getRecord(ctx, id, DescendantCancelID(e.ExecutionID, root.CommandID, id))
+			if err == nil && rec.Status == StatusAccepted {
+				// Saved, and applied only part-way (its own descendants
+				// failed): applied again by its owner now.
+				rec, err = s.cancelDescendant(ctx, e, c, root, depth+1)
+			}
+			if err == nil {
+				d.CommandID, d.Status = rec.CommandID, string(rec.Status)
+				out = append(out, d)
+				out = append(out, rec.Descendants...)
+				continue
+			}
+			if !errors.As(err, new(*actionflow.NotFoundError)) {
+				return out, err
+			}
+		}
 		switch c.Status {
 		case actionflow.ExecRunning, actionflow.ExecPaused:
 			rec, err := s.cancelDescendant(ctx, e, c, root, depth+1)

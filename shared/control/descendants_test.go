@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -244,5 +245,147 @@ func TestForkCannotEscapeACancel(t *testing.T) {
 				t.Fatalf("the fork escaped the cancel: %s", got.Status)
 			}
 		})
+	}
+}
+
+// TestRecoveredCancelReachesDescendantsOnce: a cancellation stopped by a
+// store failure part-way through its descendants is finished by the
+// sweeper's Reconcile with the same derived command ids: every open
+// descendant ends cancelled with exactly one Cancel, never two.
+func TestRecoveredCancelReachesDescendantsOnce(t *testing.T) {
+	cases := []struct {
+		name string
+		fail func(op string, it store.Item) bool
+	}{
+		{"the second child's cancel is not saved", func(op string, it store.Item) bool {
+			return op == "guarded" && it.PK == "EXEC#exe_j2" && strings.HasPrefix(it.SK, "CMD#cxl_")
+		}},
+		{"the grandchild's cancel is not saved", func(op string, it store.Item) bool {
+			return op == "guarded" && it.PK == "EXEC#exe_g" && strings.HasPrefix(it.SK, "CMD#cxl_")
+		}},
+		{"the root's record is not completed", func(op string, it store.Item) bool {
+			return op == "cas" && it.SK == "CMD#cancel_p"
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			w := flowtest.NewWorld(t)
+			faulty := &flowtest.FaultyStore{}
+			w.Wrap = func(s store.Store) store.Store { faulty.Store = s; return faulty }
+			p := w.Start(t)
+			svc, err := control.New(control.Config{Flow: p.Flow, Logger: w.Log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fixture{p: p, svc: svc}
+			parent := f.execution(t, "exe_p", "function", actionflow.ExecRunning)
+			var kids []ids.ExecutionID
+			for _, id := range []ids.ExecutionID{"exe_j1", "exe_j2"} {
+				if _, err := p.Flow.StartChildTask(ctx, parent.ExecutionID, actionflow.ChildTask{ExecutionID: id, Kind: "job"}); err != nil {
+					t.Fatal(err)
+				}
+				kids = append(kids, id)
+			}
+			if _, err := p.Flow.StartChildTask(ctx, "exe_j1", actionflow.ChildTask{ExecutionID: "exe_g", Kind: "function"}); err != nil {
+				t.Fatal(err)
+			}
+			kids = append(kids, "exe_g")
+			faulty.Set(tc.fail)
+			if _, err := svc.Submit(ctx, parent.ExecutionID, cmd("cancel_p", control.Cancel, 1, ""), human); err == nil {
+				t.Fatal("the injected failure did not stop the cancellation")
+			}
+			faulty.Set(nil)
+			if err := svc.Reconcile(ctx, parent.ExecutionID); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range kids { // a descendant's own pending cancel, as the sweeper would
+				if err := svc.Reconcile(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			root, err := svc.Command(ctx, parent.ExecutionID, "cancel_p", human)
+			if err != nil || root.Status != control.StatusApplied || len(root.Descendants) != 3 {
+				t.Fatalf("root cancel %+v %v", root, err)
+			}
+			for _, id := range append(kids, parent.ExecutionID) {
+				if got := f.get(t, id); got.Status != actionflow.ExecCancelled {
+					t.Fatalf("%s is %s", id, got.Status)
+				}
+				cmds, err := svc.Commands(ctx, id, human)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(cmds) != 1 || cmds[0].Status != control.StatusApplied {
+					t.Fatalf("%s has commands %+v", id, cmds)
+				}
+			}
+		})
+	}
+}
+
+// TestConcurrentForksAndChildTasksDoNotEscapeACancel: forks and child
+// tasks started while a Cancel of their parent is applied, from many
+// goroutines, either exist before the cancellation (and are cancelled) or
+// are refused; none is left running.
+func TestConcurrentForksAndChildTasksDoNotEscapeACancel(t *testing.T) {
+	const rounds, forks = 6, 6
+	ctx := context.Background()
+	f := newFixture(t)
+	for round := 0; round < rounds; round++ {
+		parent := f.execution(t, ids.ExecutionID(fmt.Sprintf("exe_p%d", round)), "function", actionflow.ExecRunning)
+		start := make(chan struct{})
+		done := make(chan error, 2*forks+1)
+		go func() {
+			<-start
+			_, err := f.svc.Submit(ctx, parent.ExecutionID, cmd("cancel", control.Cancel, 1, ""), human)
+			done <- err
+		}()
+		for i := 0; i < forks; i++ {
+			go func(i int) {
+				<-start
+				_, err := f.svc.Submit(ctx, parent.ExecutionID, cmd(fmt.Sprintf("fork_%d", i), control.Fork, 1, ""), human)
+				var ue *control.UnsupportedError
+				var se *control.StaleVersionError
+				if errors.As(err, &ue) || errors.As(err, &se) {
+					err = nil // refused: the parent was cancelling or moved
+				}
+				done <- err
+			}(i)
+			go func(i int) {
+				<-start
+				_, err := f.p.Flow.StartChildTask(ctx, parent.ExecutionID, actionflow.ChildTask{ExecutionID: ids.ExecutionID(fmt.Sprintf("exe_p%d_t%d", round, i)), Kind: "job"})
+				var ce *actionflow.ConflictError
+				if errors.As(err, &ce) && ce.Code == "parent_not_running" {
+					err = nil
+				}
+				done <- err
+			}(i)
+		}
+		close(start)
+		for i := 0; i < 2*forks+1; i++ {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		// What the sweeper does: finish every pending command.
+		pending, err := f.svc.PendingExecutions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range pending {
+			if err := f.svc.Reconcile(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kids, err := f.p.Flow.Children(ctx, f.get(t, parent.ExecutionID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range kids {
+			if got := f.get(t, id); got.Status != actionflow.ExecCancelled {
+				t.Fatalf("round %d: child %s escaped the cancel: %s", round, id, got.Status)
+			}
+		}
 	}
 }

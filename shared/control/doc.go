@@ -109,7 +109,9 @@
 // derived Cancel). Children are listed by a strongly consistent query of
 // the parent's partition after its cancelling version was written, and a
 // child is only created at a parent version that is not cancelling, so
-// none escapes. A managed process has its own control (not here).
+// none escapes; a Fork or Retry saved before the Cancel and applied after
+// it is rejected (cancellation takes precedence). A managed process has
+// its own control (not here).
 //
 // Principals: a human of the owning session or an admin sends user
 // controls; only the system sends Shutdown/Restart; an agent principal may
