@@ -333,8 +333,7 @@ func commandCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "command EXECUTION_ID",
 		Short:   "Send a control command: pause, continue, step, steer, cancel, fork, retry",
-		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'\n" +
-			"  lifecycle command exe_01... --type fork --payload '{\"checkpoint_version\":2}'",
+		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'\n  lifecycle command exe_01... --type fork --payload '{\"checkpoint_version\":2}'",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, id, body, err := o.commandBody(cmd.Context(), args[0], commandID, expected)
