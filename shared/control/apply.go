@@ -31,6 +31,14 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 	if r.Type == Cancel && cancelInEffect(e) {
 		return nil, "", "", nil // already applied: cancellation takes precedence, not a refusal
 	}
+	if r.Type == Fork || r.Type == Retry {
+		// An earlier run of this command made its child (and stopped before
+		// completing the record): it stands whatever the source became
+		// since; a Cancel of the source has reached it.
+		if child, ok, err := s.madeChild(ctx, e, r); err != nil || ok {
+			return nil, child, "", err
+		}
+	}
 	if err := Check(e, r.Type); err != nil {
 		var ue *UnsupportedError
 		if errors.As(err, &ue) {
@@ -44,13 +52,8 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 			return nil, "", fmt.Sprintf("stale_version: expected %d, the execution is at %d", r.ExpectedVersion, e.Version), nil
 		}
 	case Fork, Retry:
-		// A Fork or Retry sent before a cancellation and applied after it
-		// would start work the cancellation was meant to end: the
-		// cancellation takes precedence. One sent after it (made against
-		// the cancelled version) is new, deliberate work.
-		if cancelInEffect(e) && e.LastCommand != nil && e.LastCommand.Type == string(Cancel) && r.ExpectedVersion < e.LastCommand.Version {
-			return nil, "", fmt.Sprintf("cancellation takes precedence: the %s was sent at version %d, before the execution was cancelled (command %s, version %d)",
-				r.Type, r.ExpectedVersion, e.LastCommand.ID, e.LastCommand.Version), nil
+		if reason := sentBeforeCancel(e, r); reason != "" {
+			return nil, "", reason, nil
 		}
 	}
 	now := s.flow.Now()
@@ -90,6 +93,34 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 	return &next, "", "", nil
 }
 
+// sentBeforeCancel refuses a Fork or Retry sent before a cancellation
+// and applied after it: it would start work the cancellation was meant to
+// end, and cancellation takes precedence. One sent after it (made against
+// the cancelled version) is new, deliberate work.
+func sentBeforeCancel(e actionflow.Execution, r Record) string {
+	if cancelInEffect(e) && e.LastCommand != nil && e.LastCommand.Type == string(Cancel) && r.ExpectedVersion < e.LastCommand.Version {
+		return fmt.Sprintf("cancellation takes precedence: the %s was sent at version %d, before the execution was cancelled (command %s, version %d)",
+			r.Type, r.ExpectedVersion, e.LastCommand.ID, e.LastCommand.Version)
+	}
+	return ""
+}
+
+// madeChild finds the child an earlier run of Fork/Retry r made.
+func (s *Service) madeChild(ctx context.Context, e actionflow.Execution, r Record) (ids.ExecutionID, bool, error) {
+	id := ChildID(e.ExecutionID, r.CommandID)
+	got, err := s.flow.GetExecution(ctx, id)
+	if errors.As(err, new(*actionflow.NotFoundError)) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if got.ParentID != e.ExecutionID {
+		return "", false, fmt.Errorf("child %s exists and was not made by command %s", id, r.CommandID)
+	}
+	return id, true, nil
+}
+
 // ChildID is the execution id of the Fork/Retry made by command id from
 // source: derived, so applying the command again finds the same child.
 func ChildID(source ids.ExecutionID, id ids.CommandID) ids.ExecutionID {
@@ -120,15 +151,18 @@ func (s *Service) fork(ctx context.Context, e actionflow.Execution, r Record) (i
 			if e, err = s.flow.GetExecution(ctx, e.ExecutionID); err != nil {
 				return "", "", err
 			}
+			if child, ok, err := s.madeChild(ctx, e, r); err != nil || ok {
+				return child, "", err
+			}
 			if err := Check(e, r.Type); err != nil {
-				if got, gerr := s.flow.GetExecution(ctx, childID); gerr == nil && got.ParentID == e.ExecutionID {
-					return childID, "", nil // made by an earlier run of this command
-				}
 				var ue *UnsupportedError
 				if errors.As(err, &ue) {
 					return "", "unsupported: " + ue.Reason, nil
 				}
 				return "", "", err
+			}
+			if reason := sentBeforeCancel(e, r); reason != "" {
+				return "", reason, nil
 			}
 		}
 		var point int64

@@ -192,9 +192,13 @@ func TestForkCannotEscapeACancel(t *testing.T) {
 		// cancelFirst: the parent moves to cancelling right before the
 		// child's transaction; else the Cancel is sent after the fork.
 		cancelFirst bool
+		// unfinished: the fork made its child but its record was not
+		// completed (a crash) before the Cancel.
+		unfinished bool
 	}{
-		{"cancelling written between the fork's decision and its child", true},
-		{"fork applied first, then cancel", false},
+		{"cancelling written between the fork's decision and its child", true, false},
+		{"fork applied first, then cancel", false, false},
+		{"fork made its child, record unfinished, then cancel", false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -222,12 +226,30 @@ func TestForkCannotEscapeACancel(t *testing.T) {
 					}
 				}
 			}
+			if tc.unfinished {
+				faulty.Set(func(op string, it store.Item) bool { return op == "cas" && it.SK == "CMD#fork_1" })
+			}
 			fork, err := svc.Submit(ctx, parent.ExecutionID, cmd("fork_1", control.Fork, 1, ""), human)
-			if err != nil {
+			if err != nil && !tc.unfinished {
 				t.Fatal(err)
 			}
 			faulty.Before = nil
 			child := control.ChildID(parent.ExecutionID, "fork_1")
+			if tc.unfinished {
+				faulty.Set(nil)
+				f.submitOK(t, parent.ExecutionID, cmd("cancel_1", control.Cancel, 1, ""))
+				if err := svc.Reconcile(ctx, parent.ExecutionID); err != nil {
+					t.Fatal(err)
+				}
+				fork, err = svc.Command(ctx, parent.ExecutionID, "fork_1", human)
+				if err != nil || fork.Status != control.StatusApplied || fork.Child != child {
+					t.Fatalf("the unfinished fork: %+v %v", fork, err)
+				}
+				if got := f.get(t, child); got.Status != actionflow.ExecCancelled {
+					t.Fatalf("its child escaped the cancel: %s", got.Status)
+				}
+				return
+			}
 			if tc.cancelFirst {
 				if fork.Status != control.StatusRejected || !strings.Contains(fork.Reason, "cancellation takes precedence") {
 					t.Fatalf("fork beside a cancelling parent: %+v", fork)
