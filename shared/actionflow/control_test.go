@@ -270,6 +270,11 @@ func TestSavedPointsAreKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if it, err := f.st.Get(ctx, store.Key{PK: "EXEC#exe_src", SK: "CKPT#00000000000000000003"}); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("a saved point's body: %d bytes", len(it.Body))
+	}
 	points, truncated, err := f.svc.SavedPoints(ctx, e)
 	if err != nil || truncated || len(points) != 4 || points[0].Version != 0 || points[3].Version != 3 || points[2].LastActionID != actions[1].ActionID {
 		t.Fatalf("listed saved points %+v %v %v", points, truncated, err)
