@@ -158,29 +158,32 @@ func (s *Service) cancelDescendants(ctx context.Context, e actionflow.Execution,
 // cancelDescendant saves (and, when it can take the descendant's lease,
 // applies) the derived Cancel of descendant c, sent by the cancellation
 // root through parent. The descendant's owner rules hold: when another
-// attempt owns c the record stays accepted and that owner, or the sweeper,
-// applies it.
+// attempt owns c the record stays accepted and that owner (which looks
+// for accepted commands again before it lets the lease go), or the
+// sweeper, applies it. Unlike Submit it does not wait for a busy owner:
+// the parent's owner is working meanwhile, and the saved Cancel is
+// already durable.
 func (s *Service) cancelDescendant(ctx context.Context, parent, c actionflow.Execution, root Record, depth int) (Record, error) {
 	id := DescendantCancelID(parent.ExecutionID, root.CommandID, c.ExecutionID)
 	payload, _ := json.Marshal(CancelPayload{Reason: fmt.Sprintf("cancelled with execution %s (command %s)", root.ExecutionID, root.CommandID)})
 	cmd := Command{ID: id, Type: Cancel, ExpectedVersion: c.Version, Payload: payload}
-	rec, err := s.submit(ctx, c.ExecutionID, cmd, root.Principal, &CascadeRef{ExecutionID: root.ExecutionID, CommandID: root.CommandID, Depth: depth})
+	rec, err := s.accept(ctx, c.ExecutionID, cmd, root.Principal, &CascadeRef{ExecutionID: root.ExecutionID, CommandID: root.CommandID, Depth: depth})
 	var ce *actionflow.ConflictError
 	if errors.As(err, &ce) {
 		// Saved before against another version of c: the same derived
 		// Cancel (a Cancel is applied whatever the version).
 		if stored, ok := ce.Current.(Record); ok && stored.Type == Cancel {
-			if stored.Status == StatusAccepted {
-				if _, err := s.ApplyPending(ctx, c.ExecutionID); err != nil && !lostOwnership(err) {
-					return stored, err
-				}
-				return s.getRecord(ctx, c.ExecutionID, id)
-			}
-			return stored, nil
+			rec, err = stored, nil
 		}
 	}
 	if err != nil {
 		return rec, fmt.Errorf("cancel descendant %s: %w", c.ExecutionID, err)
 	}
-	return rec, nil
+	if rec.Status != StatusAccepted {
+		return rec, nil
+	}
+	if _, err := s.ApplyPending(ctx, c.ExecutionID); err != nil && !lostOwnership(err) {
+		return rec, fmt.Errorf("cancel descendant %s: %w", c.ExecutionID, err)
+	}
+	return s.getRecord(ctx, c.ExecutionID, id)
 }

@@ -197,13 +197,7 @@ func (s *Service) Commands(ctx context.Context, exec ids.ExecutionID, by actionf
 // different command; Current is the stored record). Repeating a command
 // (same id and body) returns its record as it is now.
 func (s *Service) Submit(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal) (Record, error) {
-	return s.submit(ctx, exec, cmd, by, nil)
-}
-
-// submit is Submit; cascade is set on a Cancel an ancestor's
-// cancellation sends (cancel.go).
-func (s *Service) submit(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal, cascade *CascadeRef) (Record, error) {
-	rec, err := s.accept(ctx, exec, cmd, by, cascade)
+	rec, err := s.accept(ctx, exec, cmd, by, nil)
 	if err != nil || rec.Status != StatusAccepted {
 		return rec, err
 	}
@@ -246,6 +240,8 @@ func lostOwnership(err error) bool {
 	return errors.As(err, new(*store.LeaseLostError)) || errors.As(err, new(*store.FenceError)) || errors.Is(err, ErrOwned)
 }
 
+// accept saves a command; cascade is set on a Cancel an ancestor's
+// cancellation sends (descendants.go).
 func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal, cascade *CascadeRef) (Record, error) {
 	if err := validate(exec, cmd); err != nil {
 		return Record{}, err
