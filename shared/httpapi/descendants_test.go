@@ -96,26 +96,33 @@ func TestCancelEndsTheExecutionAndItsDescendants(t *testing.T) {
 	}
 
 	// The parent: a started host tool and an approval wait.
-	bash := s.submit(agent, "ses_1", "p-bash", in("", "Bash", `{"command":"echo still running"}`, "c1"))
-	p := bash.ExecutionID
 	host := apiclient.Host{Client: &apiclient.Client{BaseURL: s.url, Token: agent, HTTP: s.client}}
-	deadline := time.Now().Add(20 * time.Second)
-	var task actionflow.Task
-	for {
-		tasks, err := host.Tasks(ctx, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tasks) == 1 {
-			if task, err = host.Start(ctx, tasks[0], "att_1"); err != nil {
+	// claim starts the host task of action a (the host worker's claim).
+	claim := func(a ids.ActionID, attempt ids.AttemptID) actionflow.Task {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			tasks, err := host.Tasks(ctx, time.Second)
+			if err != nil {
 				t.Fatal(err)
 			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the host task was not published")
+			for _, id := range tasks {
+				if id == a {
+					task, err := host.Start(ctx, a, attempt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return task
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the host task of %s was not published", a)
+			}
 		}
 	}
+	bash := s.submit(agent, "ses_1", "p-bash", in("", "Bash", `{"command":"echo still running"}`, "c1"))
+	p := bash.ExecutionID
+	task := claim(bash.ActionID, "att_1")
 	pAsk := s.submit(agent, "ses_1", "p-ask", in(p, "risky", `{"n":"p"}`, "c2"))
 	s.pendingApproval(agent, "ses_1", pAsk.ActionID)
 
@@ -124,6 +131,9 @@ func TestCancelEndsTheExecutionAndItsDescendants(t *testing.T) {
 	s.applied(human, f, "continue_f", "continue", "")
 	fAsk := s.submit(agent, "ses_1", "f-ask", in(f, "risky", `{"n":"f"}`, "c3"))
 	s.pendingApproval(agent, "ses_1", fAsk.ActionID)
+	// ... and running a host tool of its own.
+	fBash := s.submit(agent, "ses_1", "f-bash", in(f, "Bash", `{"command":"echo fork"}`, "c5"))
+	fTask := claim(fBash.ActionID, "att_2")
 
 	// A child task of the parent (a job), waiting on an approval.
 	j, err := s.svc.StartChildTask(ctx, p, actionflow.ChildTask{ExecutionID: "exe_job1", Kind: "job"})
@@ -158,7 +168,7 @@ func TestCancelEndsTheExecutionAndItsDescendants(t *testing.T) {
 		want actionflow.ExecutionStatus
 		ask  ids.ActionID
 	}{
-		{"the fork", f, actionflow.ExecCancelled, fAsk.ActionID},
+		{"the fork waits for its started tool", f, actionflow.ExecCancelling, fAsk.ActionID},
 		{"the child task", j.ExecutionID, actionflow.ExecCancelled, jAsk.ActionID},
 		{"the retry of the failed fork", rx, actionflow.ExecCancelled, ""},
 		{"the failed fork is left alone", e, actionflow.ExecFailed, ""},
@@ -183,17 +193,26 @@ func TestCancelEndsTheExecutionAndItsDescendants(t *testing.T) {
 		t.Fatalf("the executor ran %d times", n)
 	}
 
-	// The started tool finishes and records; then the parent is cancelled.
-	if err := host.Result(ctx, bash.ActionID, "att_1", task.Fence, actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: "still running\n"}); err != nil {
-		t.Fatal(err)
-	}
-	if av := s.waitAction(agent, bash.ActionID); av.States.Outcome != lifecycle.OutcomeSucceeded || av.Receipt.Output != "still running\n" {
-		t.Fatalf("the started tool: %+v", av.States)
+	// The started tools finish and record; then the parent and the fork
+	// are cancelled (the sweeper confirms the owners' shutdown).
+	for _, st := range []struct {
+		a       ids.ActionID
+		attempt ids.AttemptID
+		fence   int64
+		out     string
+	}{{bash.ActionID, "att_1", task.Fence, "still running\n"}, {fBash.ActionID, "att_2", fTask.Fence, "fork\n"}} {
+		if err := host.Result(ctx, st.a, st.attempt, st.fence, actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: st.out}); err != nil {
+			t.Fatal(err)
+		}
+		if av := s.waitAction(agent, st.a); av.States.Outcome != lifecycle.OutcomeSucceeded || av.Receipt.Output != st.out {
+			t.Fatalf("the started tool %s: %+v", st.a, av.States)
+		}
 	}
 	if _, err := s.es.Recovery.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s.waitStatus(human, p, actionflow.ExecCancelled)
+	s.waitStatus(human, f, actionflow.ExecCancelled)
 
 	// The same cancel again is the same command; nothing new reaches the
 	// descendants.
