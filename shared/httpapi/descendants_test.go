@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,4 +320,59 @@ func TestForkAndRetryFromAnySavedPoint(t *testing.T) {
 		!after.Checkpoint.UpdatedAt.Equal(*before.Checkpoint.UpdatedAt) || len(after.SavedPoints) != len(before.SavedPoints) {
 		t.Fatalf("the source changed: %+v %+v", after.Checkpoint, after.SavedPoints)
 	}
+}
+
+// TestForksRacingACancelOverHTTP: forks posted at the same moment as a
+// cancel of their source, through the API. Each fork is applied (its child
+// existed before the cancellation, so the cancellation reaches it),
+// rejected at application, or refused (409); after the sweeper, no child
+// of the cancelled source is left running or paused.
+func TestForksRacingACancelOverHTTP(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	human := s.token(auth.RoleHuman, "ses_1")
+	v := s.submit(human, "ses_1", "k", submitBody("noop", `{}`, "c1"))
+	s.waitAction(human, v.ActionID)
+	version := s.execution(human, v.ExecutionID).Execution.Version
+	const ways = 12
+	type answer struct {
+		status int
+		body   []byte
+	}
+	answers := make([]answer, ways)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < ways; i++ {
+		typ := "fork"
+		if i == ways/2 {
+			typ = "cancel"
+		}
+		wg.Add(1)
+		go func(i int, typ string) {
+			defer wg.Done()
+			<-start
+			r := s.do(req{method: "POST", path: "/v1/executions/" + string(v.ExecutionID) + "/commands", token: human,
+				body: httpapi.CommandBody{CommandID: ids.CommandID(fmt.Sprintf("cmd_%d", i)), Type: typ, ExpectedVersion: &version}})
+			answers[i] = answer{r.status, r.body}
+		}(i, typ)
+	}
+	close(start)
+	wg.Wait()
+	for i, a := range answers {
+		if a.status != http.StatusAccepted && !(i != ways/2 && a.status == http.StatusConflict) {
+			t.Fatalf("command %d: %d %s", i, a.status, a.body)
+		}
+	}
+	if _, err := s.es.Recovery.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.waitStatus(human, v.ExecutionID, actionflow.ExecCancelled)
+	kids, err := s.svc.Children(ctx, s.execution(human, v.ExecutionID).Execution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range kids {
+		s.waitStatus(human, id, actionflow.ExecCancelled)
+	}
+	t.Logf("%d of %d forks made a child before the cancellation", len(kids), ways-1)
 }
