@@ -89,10 +89,15 @@ type Record struct {
 	// was applied at).
 	ResultVersion int64 `json:"result_version,omitempty"`
 	// Child is the execution a Fork or Retry created.
-	Child      ids.ExecutionID `json:"child_execution_id,omitempty"`
-	AcceptedAt time.Time       `json:"accepted_at"`
-	DoneAt     *time.Time      `json:"done_at,omitempty"`
-	Version    int64           `json:"-"`
+	Child ids.ExecutionID `json:"child_execution_id,omitempty"`
+	// Descendants are the execution descendants an applied Cancel reached
+	// (package doc, "Cancel and descendants").
+	Descendants []Descendant `json:"descendants,omitempty"`
+	// Cascade is set on a Cancel an ancestor's cancellation sent.
+	Cascade    *CascadeRef `json:"cascade,omitempty"`
+	AcceptedAt time.Time   `json:"accepted_at"`
+	DoneAt     *time.Time  `json:"done_at,omitempty"`
+	Version    int64       `json:"-"`
 }
 
 // Payloads of the commands that take one.

@@ -56,6 +56,19 @@ type CommandResult struct {
 	ExecutionVersion int64 `json:"execution_version"`
 	// ChildExecutionID is the execution a Fork or Retry created.
 	ChildExecutionID ids.ExecutionID `json:"child_execution_id,omitempty"`
+	// Descendants are the execution descendants an applied Cancel reached.
+	Descendants []CancelledDescendant `json:"descendants,omitempty"`
+}
+
+// CancelledDescendant is one execution descendant a Cancel reached: the
+// Cancel saved on it (derived from the ancestor's) and that Cancel's
+// status, or status "cancelling" when its own cancellation was in effect.
+type CancelledDescendant struct {
+	ExecutionID ids.ExecutionID `json:"execution_id"`
+	ParentID    ids.ExecutionID `json:"parent_id"`
+	Depth       int             `json:"depth"`
+	CommandID   ids.CommandID   `json:"command_id,omitempty"`
+	Status      string          `json:"status"`
 }
 
 // Controller is the command service: it saves a command (idempotent by

@@ -76,6 +76,15 @@ func (h *api) getExecution(w http.ResponseWriter, r *http.Request, c *call) erro
 	if !ck.UpdatedAt.IsZero() {
 		v.Checkpoint.UpdatedAt = &ck.UpdatedAt
 	}
+	points, truncated, err := h.svc.SavedPoints(r.Context(), e)
+	if err != nil {
+		return err
+	}
+	v.SavedPointsTruncated = truncated
+	v.SavedPoints = make([]SavedPointView, 0, len(points))
+	for _, p := range points {
+		v.SavedPoints = append(v.SavedPoints, SavedPointView{Version: p.Version, LastActionID: p.LastActionID, At: p.At})
+	}
 	if h.cfg.Control != nil {
 		controls, err := h.cfg.Control.Controls(r.Context(), e)
 		if err != nil {

@@ -333,7 +333,7 @@ func commandCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "command EXECUTION_ID",
 		Short:   "Send a control command: pause, continue, step, steer, cancel, fork, retry",
-		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'",
+		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'\n  lifecycle command exe_01... --type fork --payload '{\"checkpoint_version\":2}'",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, id, body, err := o.commandBody(cmd.Context(), args[0], commandID, expected)
@@ -394,6 +394,9 @@ func (o *options) printCommand(res httpapi.CommandResult) error {
 			fprintf(w, "; child execution %s", res.ChildExecutionID)
 		}
 		fmt.Fprintln(w)
+		for _, d := range res.Descendants {
+			fprintf(w, "  descendant %s (child of %s): cancel %s\n", d.ExecutionID, d.ParentID, d.Status)
+		}
 	})
 }
 

@@ -140,6 +140,22 @@ func TestGatewayEvents(t *testing.T) {
 				atSubmitted(ev)
 				ev.RequestContext.Authorizer.JWT.Claims["sid"] = "ses_other"
 			}},
+		{name: "a human forks the ended execution from a saved point", event: "fork-execution.json", status: 202, edit: atSubmitted, check: func(t *testing.T, body string) {
+			var r httpapi.CommandResult
+			json.Unmarshal([]byte(body), &r)
+			if r.Type != "fork" || r.Status != "applied" || r.ChildExecutionID == "" {
+				t.Fatalf("fork %s", body)
+			}
+		}},
+		{name: "a fork from a saved point the execution does not have", event: "fork-execution.json", status: 409,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				atSubmitted(ev)
+				ev.Body = `{"command_id":"cmd_fork_2","type":"fork","expected_version":2,"payload":{"checkpoint_version":1}}`
+			}, check: func(t *testing.T, body string) {
+				if !strings.Contains(body, `"saved_point_unavailable"`) {
+					t.Fatalf("fork from 1: %s", body)
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
