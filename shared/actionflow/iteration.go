@@ -82,7 +82,10 @@ func (s *Service) admitIteration(ctx context.Context, a Action) (Decision, bool,
 // CloseUnstarted closes every action of execution exec that has not
 // started (except except), with reason, and fails its wait (a pending
 // approval becomes cancelled); started actions finish and record their
-// results. Idempotent.
+// results. Every end of an execution passes through it (End, the
+// iteration limit, Cancel and its sweeps), so it also has Config.RunWork
+// close the run's other open work (model requests reported started and
+// never completed are closed incomplete). Idempotent.
 func (s *Service) CloseUnstarted(ctx context.Context, exec ids.ExecutionID, reason string, except ids.ActionID) error {
 	after := ""
 	for {
@@ -99,8 +102,14 @@ func (s *Service) CloseUnstarted(ctx context.Context, exec ids.ExecutionID, reas
 			}
 		}
 		if next == "" {
-			return nil
+			break
 		}
 		after = next
 	}
+	if s.cfg.RunWork != nil {
+		if err := s.cfg.RunWork.CloseExecution(ctx, exec, reason); err != nil {
+			return fmt.Errorf("close the open work of %s: %w", exec, err)
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 )
 
 // ActionView is an action as clients see it: its intent, three states,
@@ -144,6 +145,8 @@ type ExecutionView struct {
 	Execution  actionflow.Execution `json:"execution"`
 	Checkpoint CheckpointView       `json:"checkpoint"`
 	Controls   []string             `json:"controls"`
+	// ModelRequests are the execution's model requests, oldest first.
+	ModelRequests []modelreq.Record `json:"model_requests"`
 }
 
 // CheckpointView summarizes an execution's continuation cursor.
