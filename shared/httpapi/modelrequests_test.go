@@ -16,7 +16,9 @@ import (
 	"github.com/openprogram/lifecycle/shared/modelreq"
 )
 
-func modelPath(exec ids.ExecutionID) string { return "/v1/executions/" + string(exec) + "/model-requests" }
+func modelPath(exec ids.ExecutionID) string {
+	return "/v1/executions/" + string(exec) + "/model-requests"
+}
 
 func completionPath(exec ids.ExecutionID, req string) string {
 	return modelPath(exec) + "/" + req + "/completion"
