@@ -25,7 +25,12 @@
 // CloseAbandonedHost (answer unknown the wait of a host task whose
 // in-process worker died with an earlier process),
 // ForkCheckpoint, SaveExecution (fenced owner writes), the index listings
-// (OpenActions, OpenExecutions, UnresolvedActions) and AppendEvent.
+// (OpenActions, OpenExecutions, UnresolvedActions), AppendEvent and
+// TransactWithEvent (a record and its event in one transaction: model
+// requests). CloseUnstarted, which every end of an execution passes
+// through (End, the iteration limit, Cancel), also has Config.RunWork
+// close the run's other open work (the RunCloser port: model requests
+// left open are closed incomplete by package modelreq).
 // Admission is where control takes effect inside the flow: the initial
 // authorize refuses new actions of a paused, cancelled or ended execution
 // (execution_control reasons; an ended one's detail names its end reason),
