@@ -18,8 +18,8 @@ const ReasonIterationLimit = "iteration_limit"
 // at initial authorization (compare-and-swap on the execution, so parallel
 // actions cannot both take the last iteration). An iteration is a tool
 // call of the execution that reaches authorization while the execution
-// admits work, whatever the permission decision then is (there is no
-// model-request API yet to count model requests). Counting the same action
+// admits work, whatever the permission decision then is (model requests
+// are accounted by package modelreq and do not count). Counting the same action
 // again is idempotent. The call that would exceed the limit is refused and
 // ends the execution failed with reason iteration_limit, keeping its
 // history: its other unstarted actions are closed (pending approvals
