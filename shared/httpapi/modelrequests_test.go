@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/activity"
+	"github.com/openprogram/lifecycle/shared/apiclient"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
@@ -410,4 +414,33 @@ func historyRow(t *testing.T, s *stack, token string, exec ids.ExecutionID) acti
 	}
 	t.Fatalf("execution %s is not in History: %s", exec, fmt.Sprint(string(r.body)))
 	return activity.Row{}
+}
+
+// TestModelRequestsThroughTheGoClient: an agent runner's client reports a
+// request and its completion; a repeat is not created again, and a
+// conflicting completion comes back as the typed conflict with the first.
+func TestModelRequestsThroughTheGoClient(t *testing.T) {
+	s := newStack(t)
+	agent := s.token(auth.RoleAgent, "ses_1")
+	exec := executionWithAction(s, agent, "ses_1", "k1", 0)
+	c := &apiclient.Client{BaseURL: s.url, Token: agent, HTTP: s.client}
+	ctx := context.Background()
+	start := modelreq.StartReport{RequestID: "req_1", Provider: "anthropic", Model: "m"}
+	for i, wantCreated := range []bool{true, false} {
+		if r, created, err := c.StartModelRequest(ctx, exec, start); err != nil || created != wantCreated || r.Status != modelreq.Open {
+			t.Fatalf("report %d: %+v created=%v %v", i, r, created, err)
+		}
+	}
+	r, err := c.CompleteModelRequest(ctx, exec, "req_1", modelreq.Completion{Status: modelreq.Failed, ErrorCode: "rate_limited", Message: "429"})
+	if err != nil || r.Status != modelreq.Failed || r.ErrorCode != "rate_limited" {
+		t.Fatalf("completion: %+v %v", r, err)
+	}
+	_, err = c.CompleteModelRequest(ctx, exec, "req_1", modelreq.Completion{Status: modelreq.Completed})
+	var ce *actionflow.ConflictError
+	if !errors.As(err, &ce) || ce.Code != "conflict" {
+		t.Fatalf("conflicting completion: %v", err)
+	}
+	if cur, ok := ce.Current.(json.RawMessage); !ok || !strings.Contains(string(cur), `"error_code":"rate_limited"`) {
+		t.Fatalf("conflicting completion: %v", err)
+	}
 }
