@@ -198,8 +198,16 @@ func TestModelRequestReports(t *testing.T) {
 		})
 	}
 
+	// A request only the other execution has is not found through this
+	// one (nothing says it exists elsewhere).
+	if r := s.do(req{method: "POST", path: modelPath(other), token: agent, body: map[string]any{"request_id": "req_other", "provider": "p", "model": "m"}}); r.status != http.StatusCreated {
+		t.Fatalf("start on the other execution: %d %s", r.status, r.body)
+	}
+	if r := s.do(req{method: "POST", path: completionPath(exec, "req_other"), token: agent, body: completed}); r.status != http.StatusNotFound || strings.Contains(string(r.body), string(other)) {
+		t.Fatalf("another execution's request through this one: %d %s", r.status, r.body)
+	}
 	// The other execution's req_1 is its own record: still open.
-	if v := getExecution(t, s, agent, other); len(v.ModelRequests) != 1 || v.ModelRequests[0].Status != modelreq.Open || v.ModelRequests[0].Model != "gpt-5" {
+	if v := getExecution(t, s, agent, other); len(v.ModelRequests) != 2 || v.ModelRequests[0].Status != modelreq.Open || v.ModelRequests[0].Model != "gpt-5" {
 		t.Fatalf("the other execution's request: %+v", v.ModelRequests)
 	}
 	v := getExecution(t, s, agent, exec)
