@@ -45,9 +45,11 @@
 //   - A lost process: Sweep closes open requests started before a cutoff
 //     that this service's own process made (not the agent's: those live
 //     in the agent's process, which a crash of the service does not end;
-//     their execution's end closes them). `lifecycle serve` sweeps at
-//     start-up (everything before it was lost); the recover function at
-//     each scheduled tick (older than a Lambda can run).
+//     their execution's end closes them), and the agent's requests of an
+//     execution that has ended (a crash interrupted the end's closing).
+//     `lifecycle serve` sweeps at start-up (everything before it was
+//     lost); the recover function at each scheduled tick (older than a
+//     Lambda can run).
 //
 // Closing only writes the missing completion: it never replays a tool,
 // never retries a request and never authorizes a retry. Errors and

@@ -284,12 +284,15 @@ func (l *Ledger) Do(ctx context.Context, r Record, call func(ctx context.Context
 	return done, cerr
 }
 
-// Sweep closes, as incomplete (no_terminal_event), the requests this
-// service's own processes made and lost: open ones started before cutoff
-// whose purpose is not the agent's. The agent's requests live in the
-// agent's process, which a crash of this service does not end; they are
-// closed when their execution ends (CloseExecution). It returns how many
-// it closed.
+// Sweep closes, as incomplete (no_terminal_event), the open requests
+// nobody will complete: those this service's own processes made and lost
+// (open ones started before cutoff whose purpose is not the agent's), and
+// the agent's requests of an execution that has ended (the end's closing
+// was interrupted by a crash). An agent's request of a running or paused
+// execution is left open whatever its age: it lives in the agent's
+// process, which a crash of this service does not end, and its
+// execution's end closes it (CloseExecution). It returns how many it
+// closed.
 func (l *Ledger) Sweep(ctx context.Context, cutoff time.Time) (int, error) {
 	n, after := 0, ""
 	for {
@@ -302,11 +305,21 @@ func (l *Ledger) Sweep(ctx context.Context, cutoff time.Time) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			if r.Status != Open || r.Purpose == PurposeAgent || !r.StartedAt.Before(cutoff) {
+			msg := "no terminal event: the process that made the request was lost"
+			switch {
+			case r.Status != Open:
+				continue
+			case r.Purpose == PurposeAgent:
+				if ended, err := l.executionEnded(ctx, r.ExecutionID); err != nil {
+					return n, err
+				} else if !ended {
+					continue
+				}
+				msg = "no terminal event: the execution ended before the request's completion was reported"
+			case !r.StartedAt.Before(cutoff):
 				continue
 			}
-			_, closed, err := l.finish(ctx, r.ExecutionID, r.RequestID, Completion{Status: Incomplete, ErrorCode: CodeNoTerminalEvent,
-				Message: "no terminal event: the process that made the request was lost"})
+			_, closed, err := l.finish(ctx, r.ExecutionID, r.RequestID, Completion{Status: Incomplete, ErrorCode: CodeNoTerminalEvent, Message: msg})
 			if err != nil {
 				return n, err
 			}
@@ -319,6 +332,24 @@ func (l *Ledger) Sweep(ctx context.Context, cutoff time.Time) (int, error) {
 		}
 		after = page.Next
 	}
+}
+
+// executionEnded reports whether an agent request's execution takes no
+// more requests (ended, cancelling or cancelled). Without a flow nothing
+// is known, so nothing is closed.
+func (l *Ledger) executionEnded(ctx context.Context, exec ids.ExecutionID) (bool, error) {
+	if l.Flow == nil || exec == "" {
+		return false, nil
+	}
+	e, err := l.Flow.GetExecution(ctx, exec)
+	var nf *actionflow.NotFoundError
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the execution of a model request: %w", err)
+	}
+	return !admits(e), nil
 }
 
 // CloseExecution closes, as incomplete (no_terminal_event), every request

@@ -199,3 +199,35 @@ func TestSweepLeavesTheAgentsRequests(t *testing.T) {
 		t.Fatalf("agent request %+v", r)
 	}
 }
+
+// TestSweepClosesTheRequestsOfAnEndedExecution: an end whose closing was
+// interrupted (the execution is saved ended, its requests still open) is
+// finished by the next Sweep, whatever the cutoff; a running execution's
+// request is left to its agent.
+func TestSweepClosesTheRequestsOfAnEndedExecution(t *testing.T) {
+	l, svc, _, running := flowLedger(t)
+	ctx := context.Background()
+	ended := actionflow.Execution{ExecutionID: "exe_2", SessionID: "ses_1", Kind: "agent_chat", Status: actionflow.ExecRunning}
+	if err := svc.SaveExecution(ctx, &ended, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []actionflow.Execution{running, ended} {
+		if _, _, err := l.Report(ctx, e, StartReport{RequestID: "req_1", Provider: "p", Model: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended.Status = actionflow.ExecFailed
+	if err := svc.SaveExecution(ctx, &ended, ended.Version, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.Sweep(ctx, time.Now().Add(-time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	if r, _ := l.get(ctx, ended.ExecutionID, "req_1"); r.Status != Incomplete || r.ErrorCode != CodeNoTerminalEvent {
+		t.Fatalf("the ended execution's request: %+v", r)
+	}
+	if r, _ := l.get(ctx, running.ExecutionID, "req_1"); r.Status != Open {
+		t.Fatalf("the running execution's request: %+v", r)
+	}
+}
