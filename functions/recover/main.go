@@ -11,6 +11,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/awsstack"
 	"github.com/openprogram/lifecycle/shared/control"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/recovery/recoverfn"
@@ -29,5 +30,5 @@ func main() {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger}.Handle)
+	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: modelreq.ForFlow(d.Service)}.Handle)
 }

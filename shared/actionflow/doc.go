@@ -34,7 +34,11 @@
 // immutably as EXEC#<id>/CKPT#<version>, put once in the same transaction
 // as the checkpoint compare-and-swap that wrote it (savedpoints.go);
 // SavedPointState reads any of them (0 is the start) and SavedPoints lists
-// them.
+// them; and TransactWithEvent (a record and its event in one
+// transaction: model requests). CloseUnstarted, which every end of an
+// execution passes through (End, the iteration limit, Cancel), also has
+// Config.RunWork close the run's other open work (the RunCloser port: model
+// requests left open are closed incomplete by package modelreq).
 // Admission is where control takes effect inside the flow: the initial
 // authorize refuses new actions of a paused, cancelled or ended execution
 // (execution_control reasons; an ended one's detail names its end reason),

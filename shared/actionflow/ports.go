@@ -89,3 +89,13 @@ type Blobs interface {
 
 // Clock is time, replaceable in tests.
 type Clock func() time.Time
+
+// RunCloser closes what an ending execution left open outside its actions:
+// the model requests its agent reported started and never completed
+// (package modelreq implements it). It is called from CloseUnstarted, the
+// one step every end of an execution passes through (End, the iteration
+// limit, Cancel), so it must be idempotent. reason is CloseUnstarted's
+// ("execution_ended", "execution_cancelled").
+type RunCloser interface {
+	CloseExecution(ctx context.Context, exec ids.ExecutionID, reason string) error
+}

@@ -43,10 +43,34 @@ type Facts struct {
 	// PendingCommands lists the types of commands accepted but not applied
 	// ("pause", "cancel", ...).
 	PendingCommands []string `json:"pending_commands,omitempty"`
-	// ResponseRecordMissing: the model response record was never written.
+	// ResponseRecordMissing: the model response record was never written
+	// (a model request of the execution was closed incomplete: no
+	// terminal event).
 	ResponseRecordMissing bool `json:"response_record_missing,omitempty"`
+	// ModelRequests are the execution's model requests, oldest first.
+	ModelRequests []ModelRequestRow `json:"model_requests,omitempty"`
 	// ActiveProcesses counts managed processes the execution owns that still run.
 	ActiveProcesses int `json:"active_processes,omitempty"`
+}
+
+// ModelRequestRow is one model request of an execution (package modelreq's
+// record, as the UI shows it).
+type ModelRequestRow struct {
+	RequestID   string     `json:"request_id"`
+	Provider    string     `json:"provider"`
+	Model       string     `json:"model"`
+	Purpose     string     `json:"purpose"` // agent | reviewer
+	Status      string     `json:"status"`  // open | completed | failed | cancelled | incomplete
+	Usage       TokenUsage `json:"usage"`
+	ErrorCode   string     `json:"error_code,omitempty"`
+	StartedAt   time.Time  `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// TokenUsage is a model request's reported token usage.
+type TokenUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
 }
 
 // Input is everything Build reads.
@@ -120,6 +144,9 @@ type ExecutionRow struct {
 	Actions   []ActionRow `json:"actions"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
+
+	// ModelRequests are the execution's model requests (Facts).
+	ModelRequests []ModelRequestRow `json:"model_requests"`
 }
 
 // ActionRow is one tool call in an execution's details.
@@ -380,7 +407,8 @@ func (x *index) inFlight(a actionflow.Action) bool {
 
 func (x *index) execRow(e actionflow.Execution, shared bool) ExecutionRow {
 	er := ExecutionRow{ExecutionID: e.ExecutionID, RunID: e.RunID, ParentID: e.ParentID, Kind: e.Kind, Status: e.Status,
-		Shared: shared, Actions: []ActionRow{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Label: execLabel(e)}
+		Shared: shared, Actions: []ActionRow{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Label: execLabel(e),
+		ModelRequests: append([]ModelRequestRow{}, x.in.Facts[e.ExecutionID].ModelRequests...)}
 	if x.in.Facts[e.ExecutionID].ResponseRecordMissing && ended(e.Status) {
 		er.Label = LabelResponseIncomplete
 	}

@@ -15,9 +15,14 @@
 //   - ordinary status comes from the newest execution; real waits, active
 //     descendants and owned processes are checked as well;
 //   - "Ended · response record incomplete": the owner ended the newest
-//     execution and only its model response record is missing, with no
-//     active wait and no pending control other than Cancel. It is history
-//     and claims no success.
+//     execution and only its model response record is missing (a model
+//     request of it was closed incomplete: Facts.ResponseRecordMissing),
+//     with no active wait and no pending control other than Cancel. It is
+//     history and claims no success; an ended model request alone never
+//     asks anything of the user.
+//
+// Execution rows list the execution's model requests (Facts.ModelRequests:
+// status, token usage, error code).
 //
 // It is pure: Build reads its Input and nothing else, so the same records
 // always give the same view. What it must never do: guess a branch from a

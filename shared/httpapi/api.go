@@ -12,6 +12,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/activity"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 )
 
@@ -150,6 +151,9 @@ type api struct {
 	svc *actionflow.Service
 	log *slog.Logger
 	mux *http.ServeMux
+
+	// models is the model request ledger of svc (agents' reports, reads).
+	models *modelreq.Ledger
 }
 
 // New builds the API handler.
@@ -188,7 +192,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		cfg.UI = sub
 	}
-	h := &api{cfg: cfg, svc: cfg.Service, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &api{cfg: cfg, svc: cfg.Service, models: modelreq.ForFlow(cfg.Service), log: cfg.Logger, mux: http.NewServeMux()}
 	h.routes()
 	return h, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 )
 
 // ActionView is an action as clients see it: its intent, three states,
@@ -150,6 +151,8 @@ type ExecutionView struct {
 	// SavedPointsTruncated: older saved points exist than those listed.
 	SavedPointsTruncated bool     `json:"saved_points_truncated,omitempty"`
 	Controls             []string `json:"controls"`
+	// ModelRequests are the execution's model requests, oldest first.
+	ModelRequests []modelreq.Record `json:"model_requests"`
 }
 
 // SavedPointView is one saved point: a checkpoint version, the last

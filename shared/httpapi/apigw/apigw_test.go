@@ -21,6 +21,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/httpapi/apigw"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
@@ -128,6 +129,26 @@ func TestGatewayEvents(t *testing.T) {
 				ev.RequestContext.Authorizer = nil
 				ev.Headers["role"], ev.Headers["sid"], ev.Headers["sub"] = "admin", "ses_demo", "x"
 			}},
+		{name: "the agent reports a model request started", event: "start-model-request.json", status: 201, edit: atSubmitted, check: func(t *testing.T, body string) {
+			var m modelreq.Record
+			json.Unmarshal([]byte(body), &m)
+			if m.RequestID != "req_demo_1" || m.Status != modelreq.Open || m.ExecutionID != submitted.ExecutionID || m.SessionID != "ses_demo" {
+				t.Fatalf("started %s", body)
+			}
+		}},
+		{name: "the same report again is the stored record", event: "start-model-request.json", status: 200, edit: atSubmitted},
+		{name: "an agent of another session may not report one", event: "start-model-request.json", status: 403,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				atSubmitted(ev)
+				ev.RequestContext.Authorizer.JWT.Claims["sid"] = "ses_other"
+			}},
+		{name: "the agent reports its completion", event: "complete-model-request.json", status: 200, edit: atSubmitted, check: func(t *testing.T, body string) {
+			var m modelreq.Record
+			json.Unmarshal([]byte(body), &m)
+			if m.Status != modelreq.Completed || m.Usage.InputTokens != 1200 || m.Usage.OutputTokens != 345 {
+				t.Fatalf("completed %s", body)
+			}
+		}},
 		{name: "the agent ends its execution", event: "end-execution.json", status: 202, edit: atSubmitted, check: func(t *testing.T, body string) {
 			var r httpapi.CommandResult
 			json.Unmarshal([]byte(body), &r)

@@ -511,8 +511,23 @@ function executionItem(s, e) {
       s.composerTarget === e.execution_id && v && v.controls.includes("steer") ? h("span", { class: "badge target", text: "composer target" }) : null,
       h("time", { datetime: e.created_at, class: "muted", text: time(e.created_at) })),
     e.actions.length ? h("ul", { class: "actions" }, e.actions.map((a) => actionItem(s, e, v, a))) : h("p", { class: "muted", text: "No tool calls yet." }),
+    modelRequests(e),
     v ? controlsBar(s, e, v) : null,
     commandList(s, e.execution_id));
+}
+
+// modelRequests lists an execution's model (provider) requests: status,
+// token usage, and the error code of one that failed or was closed
+// incomplete (no terminal event). A failed request is not an answer.
+function modelRequests(e) {
+  const ms = e.model_requests || [];
+  if (!ms.length) return null;
+  return h("ul", { class: "model-requests", "aria-label": "Model requests" }, ms.map((m) =>
+    h("li", { class: "model-request", "data-request-id": m.request_id, "data-status": m.status },
+      h("code", { class: "model", title: m.request_id, text: m.provider + " · " + m.model }),
+      h("span", { class: "badge model-status", "data-value": m.status, text: m.purpose === "reviewer" ? "review " + m.status : m.status }),
+      h("span", { class: "muted usage", text: m.usage.input_tokens + " in · " + m.usage.output_tokens + " out tokens" }),
+      m.error_code ? h("span", { class: "muted reason", text: m.error_code }) : null)));
 }
 
 function badge(kind, value) {
