@@ -45,6 +45,15 @@ type Executor interface {
 	Execute(ctx context.Context, t Task) (ToolResult, error)
 }
 
+// Readier is an executor that must make sure it can send a call before
+// dispatch writes start evidence (a downstream MCP server to start or
+// reconnect). Dispatch calls Ready first: an error means nothing was sent,
+// and dispatch fails with a *NotStartedError (safe to retry) instead of
+// writing start evidence.
+type Readier interface {
+	Ready(ctx context.Context, tool string) error
+}
+
 // Router says which executor kind runs a tool ("host" for tools run by a
 // host worker through a task-token wait).
 type Router interface {
