@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -156,7 +158,8 @@ var refusals = map[int64]string{
 func (p *Pool) classify(server, tool string, err, ctxErr error, timeout time.Duration) (actionflow.ToolResult, error) {
 	var werr *jsonrpc.Error
 	switch {
-	case errors.Is(err, mcp.ErrConnectionClosed):
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.ErrClosedPipe), errors.Is(err, net.ErrClosed):
 		return actionflow.ToolResult{}, fmt.Errorf("MCP server %q, tool %q: the connection closed before a response; the call may have run: %w", server, tool, err)
 	case errors.Is(ctxErr, context.DeadlineExceeded):
 		return actionflow.ToolResult{}, fmt.Errorf("MCP server %q, tool %q: no response within %s; the call may have run", server, tool, timeout)
