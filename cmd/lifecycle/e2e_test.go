@@ -60,6 +60,7 @@ func startServeStack(t *testing.T, opts ...func(*serveOptions)) *serveStack {
 	for _, f := range opts {
 		f(&o)
 	}
+	s.stateDir, s.workspace = o.stateDir, o.workspace
 	go func() {
 		done <- serve(ctx, o, pw)
 		pw.Close()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 )
 
@@ -90,6 +91,8 @@ func TestDownstreamMCPServerEverything(t *testing.T) {
 	bin := everythingServer(t)
 	cfg := writeServers(t, map[string]any{"servers": map[string]any{
 		"everything": map[string]any{"command": bin, "args": []string{"stdio"}},
+		// The same server with a 1 s call deadline.
+		"hasty": map[string]any{"command": bin, "args": []string{"stdio"}, "timeout_seconds": 1},
 		// A server that cannot start: serve runs without its tools.
 		"broken": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
 	}})
@@ -157,6 +160,15 @@ func TestDownstreamMCPServerEverything(t *testing.T) {
 		v := call(t, "mcp__everything__echo", map[string]any{"text": "the wrong field"})
 		if v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeFailed || !strings.Contains(v.Receipt.Output+v.Receipt.Error, "message") {
 			t.Fatalf("receipt %+v", v.Receipt)
+		}
+	})
+
+	t.Run("no response within the deadline is unknown, for a person to reconcile", func(t *testing.T) {
+		s.setPolicy(t, `{"version":"allow-4","allow":["mcp__hasty"]}`)
+		v := call(t, "mcp__hasty__trigger-long-running-operation", map[string]any{"duration": 5, "steps": 1})
+		if v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeUnknown || v.Start == nil ||
+			!strings.Contains(v.Receipt.Error, "no response within 1s") || v.Receipt.Reconciliation == "" {
+			t.Fatalf("receipt %+v start %+v", v.Receipt, v.Start)
 		}
 	})
 
@@ -249,5 +261,51 @@ func TestServeReportsMCPServers(t *testing.T) {
 	text := strings.Join(banner, "\n")
 	if !strings.Contains(text, "MCP server    broken (stdio): NOT AVAILABLE") || !strings.Contains(text, "no API key configured") {
 		t.Fatalf("banner does not report the server:\n%s", text)
+	}
+}
+
+// TestDownstreamCallInterruptedByRestart: serve stops while a downstream
+// call runs; the next serve on the same state never calls it again and
+// records unknown (start evidence, no result), for a person to reconcile.
+func TestDownstreamCallInterruptedByRestart(t *testing.T) {
+	bin := everythingServer(t)
+	dir := t.TempDir()
+	cfg := writeServers(t, map[string]any{"servers": map[string]any{"everything": map[string]any{"command": bin}}})
+	same := func(o *serveOptions) {
+		o.stateDir, o.workspace, o.mcpServers = filepath.Join(dir, "state"), filepath.Join(dir, "ws"), cfg
+	}
+	var id ids.ActionID
+	t.Run("first serve: the call starts", func(t *testing.T) {
+		s := startServeStack(t, same)
+		s.setPolicy(t, `{"version":"allow-1","allow":["mcp__everything"]}`)
+		agent := s.agent(t, s.session)
+		var err error
+		if id, err = s.submit(s.session, agent, "mcp__everything__trigger-long-running-operation", map[string]any{"duration": 60, "steps": 1}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var v httpapi.ActionView
+			if _, err := s.do("GET", "/v1/actions/"+string(id), agent, nil, &v, nil); err != nil {
+				t.Fatal(err)
+			}
+			if v.Start != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the call never started: %+v", v.States)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// The subtest's end stops serve (orderly) in the middle of the call.
+	})
+	s := startServeStack(t, same)
+	agent := s.agent(t, s.session)
+	v, err := s.settled(agent, id, 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeUnknown || v.Start == nil || v.Receipt.Reconciliation == "" {
+		t.Fatalf("after the restart: receipt %+v start %+v", v.Receipt, v.Start)
 	}
 }
