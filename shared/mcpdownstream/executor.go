@@ -78,9 +78,16 @@ func (p *Pool) Ready(ctx context.Context, tool string) error {
 	if sess != nil && !ended(done) {
 		pctx, cancel := context.WithTimeout(ctx, p.opts.PingTimeout)
 		err := sess.Ping(pctx, nil)
+		timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if timedOut && !ended(done) && s.inflight.Load() > 0 {
+			// No answer in time, connection open, calls running: busy, not
+			// dead; its running calls keep their session. (A closed
+			// connection is dead whatever runs on it.)
+			return &NotReachableError{Server: s.name, Err: fmt.Errorf("no answer to a ping while %d call(s) run: %w", s.inflight.Load(), err)}
 		}
 		p.log.Warn("MCP server did not answer a ping; connecting again", "mcp_server", s.name, "error", err)
 	}
@@ -127,6 +134,8 @@ func (p *Pool) Execute(ctx context.Context, t actionflow.Task) (actionflow.ToolR
 	timeout := s.cfg.CallTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args,
 		Meta: mcp.Meta{MetaIdempotencyKey: t.IdempotencyKey}})
 	if err != nil {

@@ -367,3 +367,98 @@ func TestStartReportsAServerThatWillNotStart(t *testing.T) {
 		t.Fatalf("Ready: %v", err)
 	}
 }
+
+// TestConcurrentCallsAcrossAReconnect: calls share one session; the server
+// dies while they run; the calls after it reconnect once between them,
+// and no call is ever sent twice (the server runs at most one handler
+// per Execute).
+func TestConcurrentCallsAcrossAReconnect(t *testing.T) {
+	d := newDownstream(t)
+	p := startPool(t, d, 0)
+	const workers, each = 16, 6
+	var executed, succeeded atomic.Int32
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if w == 0 && i == each/2 {
+					d.kill()
+				}
+				if err := p.Ready(context.Background(), "mcp__tickets__echo"); err != nil {
+					t.Errorf("ready: %v", err)
+					continue
+				}
+				executed.Add(1)
+				res, err := p.Execute(context.Background(), actionflow.Task{Tool: "mcp__tickets__echo", Arguments: []byte(`{"text":"x"}`)})
+				if err == nil && res.Outcome == lifecycle.OutcomeSucceeded {
+					succeeded.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ran, ex := d.ran.Load(), executed.Load(); ran > ex {
+		t.Fatalf("the server ran %d calls for %d Execute calls", ran, ex)
+	}
+	if n := d.connects.Load(); n < 2 || n > 1+workers {
+		t.Fatalf("%d connections; want the start plus a few reconnections", n)
+	}
+	if succeeded.Load() < workers*each/2 {
+		t.Fatalf("only %d of %d calls succeeded", succeeded.Load(), workers*each)
+	}
+}
+
+// TestBusyServerKeepsItsSession: a server that misses a ping while a call
+// of it runs is busy, not dead: the next call is not sent (not ready, so
+// not_started and retried) and the running call keeps its session; once
+// nothing runs, a missed ping means a new connection.
+func TestBusyServerKeepsItsSession(t *testing.T) {
+	d := newDownstream(t)
+	var mute atomic.Bool
+	d.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "ping" && mute.Load() {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cfg := mcpdownstream.Config{Servers: map[string]mcpdownstream.ServerConfig{"tickets": {Command: "tickets-mcp"}}}
+	p, _ := mcpdownstream.Start(context.Background(), cfg, mcpdownstream.Options{Logger: quiet(), Transport: d.transport,
+		PingTimeout: 200 * time.Millisecond})
+	defer p.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	running := make(chan error, 1)
+	go func() {
+		_, err := p.Execute(ctx, actionflow.Task{Tool: "mcp__tickets__slow", Arguments: []byte(`{}`)})
+		running <- err
+	}()
+	for d.ran.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	mute.Store(true)
+	var nr *mcpdownstream.NotReachableError
+	if err := p.Ready(context.Background(), "mcp__tickets__echo"); !errors.As(err, &nr) || !strings.Contains(err.Error(), "1 call(s) run") {
+		t.Fatalf("Ready of a busy server: %v", err)
+	}
+	if n := d.connects.Load(); n != 1 {
+		t.Fatalf("a busy server's session was replaced (%d connections)", n)
+	}
+	select {
+	case err := <-running:
+		t.Fatalf("the running call was cut off: %v", err)
+	default:
+	}
+	cancel()
+	<-running
+	if err := p.Ready(context.Background(), "mcp__tickets__echo"); err != nil {
+		t.Fatalf("Ready once nothing runs: %v", err)
+	}
+	if n := d.connects.Load(); n != 2 {
+		t.Fatalf("a server that misses a ping with nothing running: %d connections, want 2", n)
+	}
+}

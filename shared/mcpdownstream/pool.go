@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,6 +88,11 @@ type server struct {
 	name   string
 	cfg    ServerConfig
 	stderr *tail
+
+	// inflight counts calls sent on the current session and not yet
+	// answered: a session that misses a ping while it has some is not torn
+	// down (that would cut them off, making them unknown).
+	inflight atomic.Int32
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -173,8 +179,11 @@ func (p *Pool) startServer(ctx context.Context, s *server) Status {
 
 // connectLocked starts a new session (s.mu held).
 func (p *Pool) connectLocked(ctx context.Context, s *server) (*mcp.ClientSession, error) {
-	if s.session != nil {
-		_ = s.session.Close()
+	if old := s.session; old != nil {
+		// In the background: closing waits for the old session's calls to
+		// end and for its process to exit (up to TerminateDuration, then
+		// SIGTERM, SIGKILL), and the new connection need not wait for that.
+		go func() { _ = old.Close() }()
 		s.session, s.ended = nil, nil
 	}
 	var t mcp.Transport
