@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -218,6 +219,11 @@ func (s *server) transport() (mcp.Transport, error) {
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 		cmd.Env = childEnv(os.Environ(), s.cfg.Env)
 		cmd.Stderr = s.stderr
+		// Its own process group: a Ctrl-C at serve's terminal reaches
+		// serve, which lets running calls finish and then closes the
+		// server (stdin closed, then SIGTERM, SIGKILL), instead of killing
+		// the server under them. A killed serve leaves it EOF on stdin.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 	}
 	return &mcp.StreamableClientTransport{

@@ -96,6 +96,9 @@ func TestStdioServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(res.Output, err)
 	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		t.Fatalf("the server's process group is %d (%v); want its own (%d), out of reach of serve's terminal", pgid, err, pid)
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
