@@ -38,8 +38,9 @@ type Task struct {
 }
 
 // Executor runs an authorized task. It is called only after start evidence
-// is durable. A returned error means the operation may have started (outcome
-// unknown) unless it is a *NotStartedError proving that nothing was sent.
+// is durable, so a returned error means the operation may have started
+// (outcome unknown), whatever the error says: an executor that can know
+// before the call that it cannot send implements Readier.
 // A deterministic tool failure is a ToolResult with Outcome failed, not an error.
 type Executor interface {
 	Execute(ctx context.Context, t Task) (ToolResult, error)
