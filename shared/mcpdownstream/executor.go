@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -145,7 +146,11 @@ func (p *Pool) Execute(ctx context.Context, t actionflow.Task) (actionflow.ToolR
 	if res.IsError {
 		msg := out
 		if len(msg) > 1000 {
-			msg = msg[:1000] + "..."
+			cut := 1000
+			for cut > 0 && !utf8.RuneStart(msg[cut]) {
+				cut--
+			}
+			msg = msg[:cut] + "..."
 		}
 		if msg == "" {
 			msg = "the tool reported an error without text"
