@@ -111,3 +111,25 @@ func TestStdioServer(t *testing.T) {
 		t.Fatalf("a server dying during the call: %+v %v, want an error (outcome unknown)", res, err)
 	}
 }
+
+// BenchmarkStdioCall: what the executor adds to a call of a stdio server
+// (the readiness ping and tools/call), against the Go SDK test server.
+func BenchmarkStdioCall(b *testing.B) {
+	cfg := mcpdownstream.Config{Servers: map[string]mcpdownstream.ServerConfig{"proc": {Command: os.Args[0],
+		Args: []string{"-test.run=^$"}, Env: map[string]string{"MCPDOWN_TEST_SERVER": "1"}}}}
+	p, statuses := mcpdownstream.Start(context.Background(), cfg, mcpdownstream.Options{Logger: quiet()})
+	defer p.Close()
+	if statuses[0].Err != nil {
+		b.Fatal(statuses[0].Err)
+	}
+	ctx := context.Background()
+	task := actionflow.Task{Tool: "mcp__proc__pid", Arguments: []byte(`{}`)}
+	for b.Loop() {
+		if err := p.Ready(ctx, task.Tool); err != nil {
+			b.Fatal(err)
+		}
+		if res, err := p.Execute(ctx, task); err != nil || res.Outcome != lifecycle.OutcomeSucceeded {
+			b.Fatal(res, err)
+		}
+	}
+}
