@@ -52,7 +52,8 @@ never inside the workspace, and protected from every tool the agent runs), the e
 Step Functions engine running statemachines/action-lifecycle.asl.json, the lifecycle handlers,
 the HTTP API and the Activity UI on --addr, the recovery sweeper, and a host worker that runs
 Bash/Read/Write/Edit in --workspace. Kill it at any point and start it again: it continues
-from what it stored.`,
+from what it stored. With --mcp-servers FILE the tools of downstream MCP servers join the
+catalog as mcp__<server>__<tool> and run through the same lifecycle (see the README).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), o, cmd.OutOrStdout()) },
 	}
