@@ -207,6 +207,18 @@ func TestDownstreamMCPServerEverything(t *testing.T) {
 		}
 	})
 
+	t.Run("the servers file, which may hold credentials, is protected from the agent's tools", func(t *testing.T) {
+		// (Read refuses any path outside the workspace already.)
+		s.setPolicy(t, `{"version":"read-1","allow":["Bash"]}`)
+		for _, command := range []string{"cat " + cfg, "cp " + cfg + " stolen.json"} {
+			v := call(t, "Bash", map[string]any{"command": command})
+			if v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeNotStarted || v.Start != nil ||
+				!strings.Contains(v.Receipt.ErrorCode, "protected_path") {
+				t.Fatalf("%s: receipt %+v", command, v.Receipt)
+			}
+		}
+	})
+
 	t.Run("a server that did not start: a call of its tools is not_started", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("the dispatch retries take about half a minute")
@@ -235,30 +247,47 @@ func TestServeReportsMCPServers(t *testing.T) {
 		t.Fatalf("a bad servers file: %v", err)
 	}
 
+	banner := func(t *testing.T, o serveOptions) string {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- serve(ctx, o, pw)
+			pw.Close()
+		}()
+		var lines []string
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.HasPrefix(sc.Text(), "Stop with Ctrl-C") {
+				break
+			}
+		}
+		go io.Copy(io.Discard, pr)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+		return strings.Join(lines, "\n")
+	}
+
+	inside := base
+	if err := os.MkdirAll(inside.workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inside.mcpServers = filepath.Join(inside.workspace, "mcp.json")
+	if err := os.WriteFile(inside.mcpServers, []byte(`{"servers":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if text := banner(t, inside); !strings.Contains(text, "WARNING: the MCP servers file "+inside.mcpServers+" is inside the workspace") {
+		t.Fatalf("no warning for a servers file in the workspace:\n%s", text)
+	}
+
 	down := base
 	down.mcpServers = writeServers(t, map[string]any{"servers": map[string]any{"broken": map[string]any{
 		"command": "sh", "args": []string{"-c", "echo 'no API key configured' >&2; exit 2"}}}})
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, down, pw)
-		pw.Close()
-	}()
-	var banner []string
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		banner = append(banner, sc.Text())
-		if strings.HasPrefix(sc.Text(), "Stop with Ctrl-C") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("serve with a server that cannot start: %v", err)
-	}
-	text := strings.Join(banner, "\n")
+	text := banner(t, down)
 	if !strings.Contains(text, "MCP server    broken (stdio): NOT AVAILABLE") || !strings.Contains(text, "no API key configured") {
 		t.Fatalf("banner does not report the server:\n%s", text)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -150,6 +151,18 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	if o.mcpServers != "" {
 		if mcpCfg, err = mcpdownstream.LoadConfig(o.mcpServers); err != nil {
 			return fmt.Errorf("--mcp-servers: %w", err)
+		}
+		// The file may hold the servers' credentials (env, headers): no
+		// tool of the agent reads it, unless it lies in the workspace,
+		// where protecting it would refuse every walk of the project.
+		file, err := filepath.Abs(o.mcpServers)
+		if err != nil {
+			return fmt.Errorf("--mcp-servers: %w", err)
+		}
+		if rel, err := filepath.Rel(ws, file); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			fmt.Fprintf(out, "WARNING: the MCP servers file %s is inside the workspace, where the agent's tools can read it; keep credentials out of it or move it.\n\n", file)
+		} else {
+			protected = append(protected, file)
 		}
 	}
 	// Listen before starting anything, so a busy port fails fast.
