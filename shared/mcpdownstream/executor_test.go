@@ -437,8 +437,10 @@ func TestBusyServerKeepsItsSession(t *testing.T) {
 		_, err := p.Execute(ctx, actionflow.Task{Tool: "mcp__tickets__slow", Arguments: []byte(`{}`)})
 		running <- err
 	}()
-	for d.ran.Load() == 0 {
-		time.Sleep(5 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); d.ran.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never reached the server")
+		}
 	}
 	mute.Store(true)
 	var nr *mcpdownstream.NotReachableError
