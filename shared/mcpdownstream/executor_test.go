@@ -464,3 +464,47 @@ func TestBusyServerKeepsItsSession(t *testing.T) {
 		t.Fatalf("a server that misses a ping with nothing running: %d connections, want 2", n)
 	}
 }
+
+// syncBuffer is a log sink safe for the SDK's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestToolListChangedIsReported: the catalog is read at start-up; a
+// server announcing new tools gets a warning naming it, not a silent
+// stale list.
+func TestToolListChangedIsReported(t *testing.T) {
+	d := newDownstream(t)
+	var logs syncBuffer
+	cfg := mcpdownstream.Config{Servers: map[string]mcpdownstream.ServerConfig{"tickets": {Command: "tickets-mcp"}}}
+	p, _ := mcpdownstream.Start(context.Background(), cfg, mcpdownstream.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Transport: d.transport})
+	defer p.Close()
+	d.srv.AddTool(&mcp.Tool{Name: "late", InputSchema: objectSchema(nil)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if out := logs.String(); strings.Contains(out, "tools changed") && strings.Contains(out, "mcp_server=tickets") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning naming the server after its tools changed:\n%s", logs.String())
+		}
+	}
+	if len(p.Specs()) != 5 {
+		t.Fatalf("the catalog changed after start-up: %d tools", len(p.Specs()))
+	}
+}

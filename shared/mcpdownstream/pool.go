@@ -82,6 +82,8 @@ type Pool struct {
 	client  *mcp.Client
 	names   []string
 	servers map[string]*server
+	// sessions maps each live *mcp.ClientSession to its server's name.
+	sessions sync.Map
 }
 
 // server is one downstream server and its current session.
@@ -116,12 +118,17 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Pool, []Status) {
 	if opts.PingTimeout <= 0 {
 		opts.PingTimeout = 5 * time.Second
 	}
-	p := &Pool{opts: opts, log: opts.Logger, servers: map[string]*server{},
-		// No roots, sampling or elicitation: a downstream server gets
-		// nothing from the agent's side, and nobody inside a tool call
-		// can answer for the human.
-		client: mcp.NewClient(&mcp.Implementation{Name: "openprogram-lifecycle", Version: "1"},
-			&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})}
+	// No roots, sampling or elicitation: a downstream server gets nothing
+	// from the agent's side, and nobody inside a tool call can answer for
+	// the human.
+	p := &Pool{opts: opts, log: opts.Logger, servers: map[string]*server{}}
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "openprogram-lifecycle", Version: "1"},
+		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
+			// The catalog is read at start-up; say so when it goes stale.
+			ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+				p.log.Warn("an MCP server's tools changed; the catalog is read at start-up, restart serve to list them",
+					"mcp_server", p.serverOf(req.Session))
+			}})
 	for name, sc := range cfg.Servers {
 		p.names = append(p.names, name)
 		p.servers[name] = &server{name: name, cfg: sc, stderr: newTail(name, opts.Logger)}
@@ -204,9 +211,11 @@ func (p *Pool) connectLocked(ctx context.Context, s *server) (*mcp.ClientSession
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
+	p.sessions.Store(sess, s.name)
 	ended := make(chan struct{})
 	go func() {
 		_ = sess.Wait()
+		p.sessions.Delete(sess)
 		close(ended)
 	}()
 	s.session, s.ended = sess, ended
@@ -270,6 +279,16 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return h.base.RoundTrip(r)
+}
+
+// serverOf names the server of a session ("" if unknown). It takes no
+// server lock: it runs in the SDK's handler of the session's messages,
+// which a connecting server's lock holder may be waiting on.
+func (p *Pool) serverOf(cs *mcp.ClientSession) string {
+	if name, ok := p.sessions.Load(cs); ok {
+		return name.(string)
+	}
+	return ""
 }
 
 // Specs are the downstream tools for the catalog (permission.ToolSpec),
