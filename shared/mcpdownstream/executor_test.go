@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -497,7 +498,9 @@ func TestToolListChangedIsReported(t *testing.T) {
 		return &mcp.CallToolResult{}, nil
 	})
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if out := logs.String(); strings.Contains(out, "tools changed") && strings.Contains(out, "mcp_server=tickets") {
+		if slices.ContainsFunc(strings.Split(logs.String(), "\n"), func(line string) bool {
+			return strings.Contains(line, "tools changed") && strings.Contains(line, "mcp_server=tickets")
+		}) {
 			break
 		}
 		if time.Now().After(deadline) {
