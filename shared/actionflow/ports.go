@@ -38,11 +38,21 @@ type Task struct {
 }
 
 // Executor runs an authorized task. It is called only after start evidence
-// is durable. A returned error means the operation may have started (outcome
-// unknown) unless it is a *NotStartedError proving that nothing was sent.
+// is durable, so a returned error means the operation may have started
+// (outcome unknown), whatever the error says: an executor that can know
+// before the call that it cannot send implements Readier.
 // A deterministic tool failure is a ToolResult with Outcome failed, not an error.
 type Executor interface {
 	Execute(ctx context.Context, t Task) (ToolResult, error)
+}
+
+// Readier is an executor that must make sure it can send a call before
+// dispatch writes start evidence (a downstream MCP server to start or
+// reconnect). Dispatch calls Ready first: an error means nothing was sent,
+// and dispatch fails with a *NotStartedError (safe to retry) instead of
+// writing start evidence.
+type Readier interface {
+	Ready(ctx context.Context, tool string) error
 }
 
 // Router says which executor kind runs a tool ("host" for tools run by a
