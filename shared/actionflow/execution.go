@@ -86,6 +86,15 @@ type Execution struct {
 	// execution starts. The call that would exceed it is refused and the
 	// execution ends failed with reason iteration_limit.
 	IterationLimit int `json:"iteration_limit,omitempty"`
+	// IterationLimitSource says where the limit came from: "submission"
+	// (the call that started the execution named it) or "session_policy"
+	// (the session policy's default when the execution started).
+	IterationLimitSource string `json:"iteration_limit_source,omitempty"`
+	// IdleTimeoutSeconds > 0: the recovery sweeper ends the execution
+	// failed with reason abandoned once it has been idle that long (see
+	// package recovery for what idle means). Copied from the session
+	// policy when the execution starts; 0: off.
+	IdleTimeoutSeconds int64 `json:"idle_timeout_seconds,omitempty"`
 	// Iterations are the actions counted against IterationLimit (kept only
 	// when a limit is set, so a re-invoked authorization counts once).
 	Iterations []ids.ActionID `json:"iterations,omitempty"`
@@ -240,15 +249,37 @@ func (s *Service) PutExecution(ctx context.Context, e *Execution) error {
 	return s.SaveExecution(ctx, e, 0, 0)
 }
 
+// Sources of an execution's iteration limit.
+const (
+	LimitFromSubmission    = "submission"
+	LimitFromSessionPolicy = "session_policy"
+)
+
 // ensureExecution returns the execution, creating it (running, with the
-// iteration limit and title) when absent.
+// iteration limit and title) when absent. A new execution without its own
+// limit takes the session policy's, and the policy's idle timeout: both
+// are fixed from then on.
 func (s *Service) ensureExecution(ctx context.Context, id ids.ExecutionID, session ids.SessionID, iterationLimit int, title string) (Execution, error) {
 	e, err := s.GetExecution(ctx, id)
 	var nf *NotFoundError
 	if errors.As(err, &nf) {
+		var def ExecutionDefaults
+		if s.cfg.Defaults != nil {
+			if def, err = s.cfg.Defaults.ExecutionDefaults(ctx, session); err != nil {
+				return Execution{}, fmt.Errorf("session defaults of %s: %w", session, err)
+			}
+		}
+		source := ""
+		switch {
+		case iterationLimit > 0:
+			source = LimitFromSubmission
+		case def.IterationLimit > 0:
+			iterationLimit, source = def.IterationLimit, LimitFromSessionPolicy
+		}
 		now := s.now()
 		e = Execution{ExecutionID: id, SessionID: session, RunID: ids.NewRunID(), BranchID: string(id),
-			Kind: "agent_chat", Status: ExecRunning, IterationLimit: iterationLimit, Title: title, CreatedAt: now, LastActivity: now}
+			Kind: "agent_chat", Status: ExecRunning, IterationLimit: iterationLimit, IterationLimitSource: source,
+			IdleTimeoutSeconds: def.IdleTimeoutSeconds, Title: title, CreatedAt: now, LastActivity: now}
 		err = s.SaveExecution(ctx, &e, 0, 0)
 		var vc *store.VersionConflictError
 		if errors.As(err, &vc) {

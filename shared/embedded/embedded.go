@@ -220,6 +220,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,
 		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify, Clock: cfg.Clock,
+		// A new execution without its own iteration limit takes its session
+		// policy's, and the policy's idle timeout.
+		Defaults: policystore.New(s.Store, nil),
 		// The in-process host worker's claims carry this activation, so the
 		// next process closes what this one's worker never finished.
 		Process: s.Attempt,
