@@ -163,6 +163,17 @@ func TestClientCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"restart_window_seconds": 3600`) {
 		t.Fatalf("policy: %v\n%s", err, out)
 	}
+	out, err = run(t, append(api, "policy", "--set", policy, "--restart-window", "3600", "--iteration-limit", "40", "--idle-timeout", "7200")...)
+	if err != nil || !strings.Contains(out, "version 2 saved") {
+		t.Fatalf("policy set with execution settings: %v\n%s", err, out)
+	}
+	out, err = run(t, append(api, "policy")...)
+	if err != nil || !strings.Contains(out, "iteration limit 40 (session), idle timeout 7200s (session)") {
+		t.Fatalf("policy: %v\n%s", err, out)
+	}
+	if out, err = run(t, append(api, "policy", "--set", policy, "--idle-timeout", "5")...); err == nil || !strings.Contains(err.Error()+out, "idle_timeout_seconds") {
+		t.Fatalf("an idle timeout of 5 s: %v\n%s", err, out)
+	}
 	// An agent token cannot approve: the API refuses, the CLI reports it.
 	agent, _ := iss.Issue("agent", "ses_cli", time.Hour)
 	if _, err := run(t, "--api", srv.URL, "--token", agent, "approve", string(w.ApprovalID), "--digest", v.ArgsDigest); err == nil {

@@ -497,7 +497,8 @@ func tailCmd(o *options) *cobra.Command {
 
 func policyCmd(o *options) *cobra.Command {
 	var file string
-	var expected, window int64
+	var expected, window, idle int64
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Show the session's policy, or replace it with --set FILE",
@@ -513,7 +514,8 @@ func policyCmd(o *options) *cobra.Command {
 					return err
 				}
 				return o.print(d, func(w io.Writer) {
-					fprintf(w, "version %d, restart window %ds\n%s\n", d.Version, d.RestartWindowSeconds, d.Policy)
+					fprintf(w, "version %d, restart window %ds (%s), iteration limit %d (%s), idle timeout %ds (%s)\n%s\n", d.Version,
+						d.RestartWindowSeconds, d.RestartWindowSource, d.IterationLimit, d.IterationLimitSource, d.IdleTimeoutSeconds, d.IdleTimeoutSource, d.Policy)
 				})
 			}
 			doc, err := os.ReadFile(file)
@@ -528,6 +530,13 @@ func policyCmd(o *options) *cobra.Command {
 				expected = cur.Version
 			}
 			body := httpapi.PolicyBody{ExpectedVersion: &expected, Policy: json.RawMessage(doc), RestartWindowSeconds: &window}
+			// Sent only when given: absent, the service's default applies.
+			if cmd.Flags().Changed("iteration-limit") {
+				body.IterationLimit = &limit
+			}
+			if cmd.Flags().Changed("idle-timeout") {
+				body.IdleTimeoutSeconds = &idle
+			}
 			d, err := c.PutPolicy(cmd.Context(), session, body)
 			if err != nil {
 				return err
@@ -539,6 +548,8 @@ func policyCmd(o *options) *cobra.Command {
 	f.StringVar(&file, "set", "", "replace the policy with this JSON document")
 	f.Int64Var(&expected, "expected-version", -1, "the version being replaced (default: the current one)")
 	f.Int64Var(&window, "restart-window", -1, "restart window in seconds: -1 unlimited, 0 disabled")
+	f.IntVar(&limit, "iteration-limit", 0, "iteration limit of executions that start without one: 0 none, 1..1000 (default: the service's)")
+	f.Int64Var(&idle, "idle-timeout", 0, "seconds after which an idle running execution ends failed (abandoned): 0 off, 60..2592000 (default: the service's)")
 	return o.setup(cmd, true)
 }
 
