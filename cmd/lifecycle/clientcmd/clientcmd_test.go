@@ -112,7 +112,7 @@ func TestClientCommands(t *testing.T) {
 	api := []string{"--api", srv.URL, "--token", human}
 
 	// submit --json, then show: the session comes from the token.
-	out, err = run(t, append(api, "submit", "--tool", "Bash", "--args", `{"command":"make deploy"}`, "--json")...)
+	out, err = run(t, append(api, "submit", "--tool", "Bash", "--args", `{"command":"make deploy"}`, "--title", "Deploy to production", "--json")...)
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -150,7 +150,7 @@ func TestClientCommands(t *testing.T) {
 	}
 
 	out, err = run(t, append(api, "activity")...)
-	if err != nil || !strings.Contains(out, "In progress (1)") {
+	if err != nil || !strings.Contains(out, "In progress (1)") || !strings.Contains(out, "Deploy to production · Running") {
 		t.Fatalf("activity: %v\n%s", err, out)
 	}
 	policy := filepath.Join(dir, "policy.json")

@@ -90,7 +90,7 @@ terminal it is refused. The state directory is the one serve uses for the same w
 }
 
 func submitCmd(o *options) *cobra.Command {
-	var tool, args, callID, execution, key string
+	var tool, args, callID, execution, key, title string
 	var interactive bool
 	var wait time.Duration
 	cmd := &cobra.Command{
@@ -110,7 +110,7 @@ func submitCmd(o *options) *cobra.Command {
 				key = callID
 			}
 			body := httpapi.SubmitBody{Tool: tool, Arguments: json.RawMessage(args), ToolCallID: ids.ToolCallID(callID),
-				ExecutionID: ids.ExecutionID(execution), Interactive: &interactive}
+				ExecutionID: ids.ExecutionID(execution), Interactive: &interactive, Title: title}
 			v, _, err := c.Submit(cmd.Context(), apiclient.SubmitRequest{SessionID: session, IdempotencyKey: key, Body: body})
 			if err != nil {
 				return err
@@ -129,6 +129,7 @@ func submitCmd(o *options) *cobra.Command {
 	f.StringVar(&callID, "tool-call-id", "", "the model's tool call id (default: a new one)")
 	f.StringVar(&execution, "execution", "", "continue this execution (default: a new one)")
 	f.StringVar(&key, "idempotency-key", "", "idempotency key (default: the tool call id)")
+	f.StringVar(&title, "title", "", "a short title of the execution this call starts (its Activity heading; at most 120 characters)")
 	f.BoolVar(&interactive, "interactive", true, "an owner can answer approvals")
 	f.DurationVar(&wait, "wait", 0, "wait up to this long for the outcome")
 	cmd.MarkFlagRequired("tool")
