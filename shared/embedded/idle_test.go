@@ -192,6 +192,17 @@ func TestIdleTimeoutEndsAbandonedExecutions(t *testing.T) {
 				if e := execution(t, s, exec); e.Status != actionflow.ExecRunning || e.End != nil {
 					t.Fatalf("ended under a pending Cancel: %+v", e)
 				}
+				// A control waiting for its owner is not idleness: the sweep
+				// does not even save an end beside it.
+				cmds, err := s.Control.Commands(ctx, exec, sweeper)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range cmds {
+					if c.Type == control.End {
+						t.Fatalf("an idle end was saved beside a pending Cancel: %+v", c)
+					}
+				}
 				s.Control.Release(ctx, o)
 			},
 		},
