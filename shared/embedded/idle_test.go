@@ -30,7 +30,8 @@ func (c *fakeClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 func (c *fakeClock) clock() actionflow.Clock { return c.now }
 
 // blockingExecutor runs a call whose arguments say "block" until released
-// (an action in flight); any other call succeeds at once.
+// (an action in flight), answers unknown for one that says "lost", and
+// succeeds at once otherwise.
 type blockingExecutor struct {
 	once    sync.Once
 	started chan struct{}
@@ -42,6 +43,9 @@ func newBlocking() *blockingExecutor {
 }
 
 func (b *blockingExecutor) Execute(ctx context.Context, t actionflow.Task) (actionflow.ToolResult, error) {
+	if strings.Contains(string(t.Arguments), "lost") {
+		return actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "connection_reset"}, nil
+	}
 	if !strings.Contains(string(t.Arguments), "block") {
 		return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: "done"}, nil
 	}
@@ -144,6 +148,16 @@ func TestIdleTimeoutEndsAbandonedExecutions(t *testing.T) {
 			setup: func(t *testing.T, s *embedded.Stack, clk *fakeClock, b *blockingExecutor) ids.ExecutionID {
 				a := submit(t, s, "Write", `{"file_path":"notes/a.txt","content":"x"}`)
 				pending(t, s, a.ActionID)
+				return a.ExecutionID
+			},
+		},
+		{
+			name: "an unknown outcome waits for a person's reconciliation", idle: 3600, advance: 3 * idleTimeout, status: actionflow.ExecRunning,
+			setup: func(t *testing.T, s *embedded.Stack, clk *fakeClock, b *blockingExecutor) ids.ExecutionID {
+				a := submit(t, s, "mutate", `{"lost":true}`)
+				if got := waitFor(t, s, a.ActionID, terminal); got.States.Outcome != lifecycle.OutcomeUnknown {
+					t.Fatalf("outcome %s", got.States.Outcome)
+				}
 				return a.ExecutionID
 			},
 		},
