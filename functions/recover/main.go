@@ -24,11 +24,12 @@ func main() {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
+	models := modelreq.ForFlow(d.Service)
 	sw, err := recovery.New(recovery.Config{Flow: d.Service, Control: ctl, Machines: d.SFN,
-		Windows: policystore.New(d.Service.Store(), nil), Logger: d.Logger})
+		Windows: policystore.New(d.Service.Store(), nil), Run: models, Logger: d.Logger})
 	if err != nil {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: modelreq.ForFlow(d.Service)}.Handle)
+	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: models}.Handle)
 }

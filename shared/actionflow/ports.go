@@ -97,6 +97,21 @@ type Blobs interface {
 	Get(ctx context.Context, ref string) ([]byte, error)
 }
 
+// ExecutionDefaults are what an execution that starts without its own
+// settings runs under: its session policy's iteration limit (0: none)
+// and idle timeout (seconds, 0: off). They are copied onto the execution
+// when it starts, so a later policy change never alters a running one.
+type ExecutionDefaults struct {
+	IterationLimit     int
+	IdleTimeoutSeconds int64
+}
+
+// SessionDefaults gives a session's ExecutionDefaults
+// (*policystore.Store).
+type SessionDefaults interface {
+	ExecutionDefaults(ctx context.Context, session ids.SessionID) (ExecutionDefaults, error)
+}
+
 // Clock is time, replaceable in tests.
 type Clock func() time.Time
 

@@ -49,6 +49,9 @@ type Config struct {
 	// next process can close a claim its predecessor's worker never
 	// finished (CloseAbandonedHost). Empty in Lambda.
 	Process ids.AttemptID
+	// Defaults, if set, gives the session policy's iteration limit and idle
+	// timeout of executions that start without their own (nil: none, off).
+	Defaults SessionDefaults
 	// Notify, if set, hears every event appended to a session log, after it
 	// is durable (in-process wake-ups for live streams; not a delivery path).
 	Notify func(Event)

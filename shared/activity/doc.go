@@ -24,6 +24,15 @@
 // Execution rows list the execution's model requests (Facts.ModelRequests:
 // status, token usage, error code).
 //
+// Headings (heading.go) are short and human, never an id: a branch's is
+// the title its first execution was started with; else, for a fork, what
+// its source is about; else the branch's first tool call and a one-line
+// summary of its arguments ("Bash: npm test", "Read: src/main.go", an MCP
+// tool's key=value pairs); else the execution kind. A fork's heading ends
+// " · fork", a retry execution's " · retry". Lengths are counted in runes
+// and cut with an ellipsis; control and bidirectional formatting
+// characters never reach a heading.
+//
 // It is pure: Build reads its Input and nothing else, so the same records
 // always give the same view. What it must never do: guess a branch from a
 // missing record, let a newer execution hide an older unresolved result or

@@ -148,6 +148,9 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 		Logger:  log,
 		Metrics: &actionflow.EMFMetrics{W: os.Stdout},
 		RunWork: models,
+		// The session policy's iteration limit and idle timeout of executions
+		// that start without their own.
+		Defaults: policystore.New(st, nil),
 	}
 	fc.Tasks = sfnc
 	if d.SFN != nil {

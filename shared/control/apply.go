@@ -187,7 +187,8 @@ func (s *Service) fork(ctx context.Context, e actionflow.Execution, r Record) (i
 		now := s.flow.Now()
 		child := actionflow.Execution{ExecutionID: childID, SessionID: e.SessionID, RunID: e.RunID, ParentID: e.ExecutionID,
 			BranchID: string(childID), RevisionID: e.RevisionID, Kind: e.Kind, Status: actionflow.ExecRunning,
-			IterationLimit: e.IterationLimit, ForkPoint: &point,
+			IterationLimit: e.IterationLimit, IterationLimitSource: e.IterationLimitSource,
+			IdleTimeoutSeconds: e.IdleTimeoutSeconds, ForkPoint: &point,
 			LastCommand: &actionflow.CommandRef{ID: r.CommandID, Type: string(r.Type), Version: 1},
 			CreatedAt:   now, LastActivity: now}
 		if r.Type == Retry {

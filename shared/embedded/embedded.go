@@ -223,6 +223,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,
 		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify, Clock: cfg.Clock,
+		// A new execution without its own iteration limit takes its session
+		// policy's, and the policy's idle timeout.
+		Defaults: policystore.New(s.Store, nil),
 		// The in-process host worker's claims carry this activation, so the
 		// next process closes what this one's worker never finished.
 		Process: s.Attempt,
@@ -242,7 +245,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// A session's own restart window (its policy's restart_window_seconds)
 	// decides for its executions; RestartWindow is the default.
 	if s.Recovery, err = recovery.New(recovery.Config{Flow: s.Service, Control: s.Control, Machines: s.SFNClient,
-		Window: cfg.RestartWindow, Windows: policystore.New(s.Store, nil), Logger: cfg.Logger}); err != nil {
+		Window: cfg.RestartWindow, Windows: policystore.New(s.Store, nil), Run: models, Logger: cfg.Logger}); err != nil {
 		ln.Close()
 		return fail(err)
 	}

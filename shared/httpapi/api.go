@@ -32,7 +32,7 @@ type Authenticator interface {
 // Policies stores session policies (*policystore.Store).
 type Policies interface {
 	Get(ctx context.Context, session ids.SessionID) (policystore.Document, error)
-	Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, restartWindowSeconds *int64, by actionflow.Principal) (policystore.Document, error)
+	Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, settings policystore.Settings, by actionflow.Principal) (policystore.Document, error)
 }
 
 // CommandRequest is a control command as the API received it.

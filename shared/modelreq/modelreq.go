@@ -432,3 +432,25 @@ func (l *Ledger) ListSession(ctx context.Context, session ids.SessionID) ([]Reco
 		after = page.Next
 	}
 }
+
+// RunActivity implements recovery.RunActivity: the latest start or
+// completion of the execution's model requests, and whether one is still
+// open (the agent is waiting for its model, not gone).
+func (l *Ledger) RunActivity(ctx context.Context, exec ids.ExecutionID) (last time.Time, open bool, err error) {
+	rs, err := l.ListExecution(ctx, exec)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	for _, r := range rs {
+		if r.Status == Open {
+			open = true
+		}
+		if r.StartedAt.After(last) {
+			last = r.StartedAt
+		}
+		if r.CompletedAt != nil && r.CompletedAt.After(last) {
+			last = *r.CompletedAt
+		}
+	}
+	return last, open, nil
+}

@@ -30,7 +30,20 @@ type Config struct {
 	// continues automatically only if Compatible says so.
 	Revision   ids.RevisionID
 	Compatible func(ids.RevisionID) bool
-	Logger     *slog.Logger
+	// Run, if set, reports the execution's work recorded outside its own
+	// items (the model requests its agent reported), which the idle
+	// timeout counts as activity.
+	Run    RunActivity
+	Logger *slog.Logger
+}
+
+// RunActivity reports an execution's work that the lifecycle records
+// outside the execution's items: when it last happened and whether some
+// of it is still open (package modelreq implements it for the agent's
+// model requests). An open model request is the client at work, never
+// idleness.
+type RunActivity interface {
+	RunActivity(ctx context.Context, exec ids.ExecutionID) (last time.Time, open bool, err error)
 }
 
 // Sweeper is the recovery sweeper.

@@ -22,6 +22,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/modelreq"
+	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
@@ -156,6 +157,22 @@ func TestGatewayEvents(t *testing.T) {
 				t.Fatalf("end %s", body)
 			}
 		}},
+		{name: "a person sets the session's execution settings with its policy", event: "put-policy.json", status: 200, check: func(t *testing.T, body string) {
+			var d policystore.Document
+			json.Unmarshal([]byte(body), &d)
+			if d.Version != 1 || d.IterationLimit != 25 || d.IterationLimitSource != "session" || d.IdleTimeoutSeconds != 3600 || d.IdleTimeoutSource != "session" {
+				t.Fatalf("policy %s", body)
+			}
+		}},
+		{name: "an idle timeout under a minute is a 400 naming it", event: "put-policy.json", status: 400,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				ev.Body = `{"expected_version":1,"policy":{},"idle_timeout_seconds":30}`
+			},
+			check: func(t *testing.T, body string) {
+				if !strings.Contains(body, `"field":"idle_timeout_seconds"`) {
+					t.Fatalf("error %s", body)
+				}
+			}},
 		{name: "an agent of another session may not end it", event: "end-execution.json", status: 403,
 			edit: func(ev *events.APIGatewayV2HTTPRequest) {
 				atSubmitted(ev)
