@@ -62,6 +62,20 @@ $(NODE_TOOLS)/asl-validator-$(ASL_VALIDATOR_VERSION).stamp:
 	npm install --prefix $(NODE_TOOLS) --no-save --no-package-lock --no-audit --no-fund asl-validator@$(ASL_VALIDATOR_VERSION)
 	touch $@
 
+## mcp-everything: the reference MCP server the downstream proxy test runs over stdio (npm, pinned,
+## installed once under .tools/; `make unit` uses it and passes its path as LIFECYCLE_MCP_EVERYTHING)
+MCP_EVERYTHING_VERSION := 2026.8.31
+MCP_EVERYTHING_DIR := .tools/mcp-everything
+MCP_EVERYTHING := $(MCP_EVERYTHING_DIR)/node_modules/.bin/mcp-server-everything
+.PHONY: mcp-everything
+mcp-everything: $(MCP_EVERYTHING_DIR)/server-everything-$(MCP_EVERYTHING_VERSION).stamp
+$(MCP_EVERYTHING_DIR)/server-everything-$(MCP_EVERYTHING_VERSION).stamp:
+	npm install --prefix $(MCP_EVERYTHING_DIR) --no-save --no-package-lock --no-audit --no-fund @modelcontextprotocol/server-everything@$(MCP_EVERYTHING_VERSION)
+	test -x $(MCP_EVERYTHING)
+	touch $@
+unit: mcp-everything
+unit: export LIFECYCLE_MCP_EVERYTHING := $(CURDIR)/$(MCP_EVERYTHING)
+
 ## bench: store operation cost at 1k and 100k stored actions, the engine alone, and the whole lifecycle
 ## end to end (allow/ask/deny, empty and with 100k actions stored; the 100k store is built once and cached
 ## under $$TMPDIR)

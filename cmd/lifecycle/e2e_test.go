@@ -46,8 +46,8 @@ type serveStack struct {
 
 // startServeStack starts `lifecycle serve` on a free loopback port with a fresh
 // state directory and workspace; it is stopped (orderly) at the end of the
-// test.
-func startServeStack(t *testing.T) *serveStack {
+// test. opts adjust serve's options (e.g. --mcp-servers).
+func startServeStack(t *testing.T, opts ...func(*serveOptions)) *serveStack {
 	t.Helper()
 	dir := t.TempDir()
 	s := &serveStack{stateDir: filepath.Join(dir, "state"), workspace: filepath.Join(dir, "ws"), session: "ses_e2e",
@@ -55,9 +55,14 @@ func startServeStack(t *testing.T) *serveStack {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
+	o := serveOptions{addr: "127.0.0.1:0", stateDir: s.stateDir, workspace: s.workspace, session: string(s.session),
+		restartWindow: "-1", logLevel: "error", sweep: time.Minute}
+	for _, f := range opts {
+		f(&o)
+	}
+	s.stateDir, s.workspace = o.stateDir, o.workspace
 	go func() {
-		done <- serve(ctx, serveOptions{addr: "127.0.0.1:0", stateDir: s.stateDir, workspace: s.workspace, session: string(s.session),
-			restartWindow: "-1", logLevel: "error", sweep: time.Minute}, pw)
+		done <- serve(ctx, o, pw)
 		pw.Close()
 	}()
 	t.Cleanup(func() {

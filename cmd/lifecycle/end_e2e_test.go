@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -143,7 +144,7 @@ func TestEndAnExecutionThroughTheAPI(t *testing.T) {
 		t.Fatalf("end: %+v", res)
 	}
 	var again httpapi.CommandResult
-	if _, err := s.do("POST", "/v1/executions/"+string(exec)+"/end", agent, end("cmd_end", version, completed), &again, nil); err != nil || again != res {
+	if _, err := s.do("POST", "/v1/executions/"+string(exec)+"/end", agent, end("cmd_end", version, completed), &again, nil); err != nil || !reflect.DeepEqual(again, res) {
 		t.Fatalf("repeat: %+v %v", again, err)
 	}
 	if st, _ := s.do("POST", "/v1/executions/"+string(exec)+"/end", agent, end("cmd_end", version, map[string]any{"status": "failed", "reason": "aborted"}), nil, nil); st != http.StatusConflict {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,9 +23,11 @@ import (
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/decider"
 	"github.com/openprogram/lifecycle/shared/embedded"
+	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/mcpdownstream"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
 	"github.com/openprogram/lifecycle/shared/policystore"
@@ -35,6 +38,8 @@ import (
 type serveOptions struct {
 	addr, stateDir, workspace, session, restartWindow, logLevel string
 	sweep                                                       time.Duration
+	// mcpServers is the downstream MCP servers file (see package mcpdownstream).
+	mcpServers string
 }
 
 func serveCmd() *cobra.Command {
@@ -48,7 +53,8 @@ never inside the workspace, and protected from every tool the agent runs), the e
 Step Functions engine running statemachines/action-lifecycle.asl.json, the lifecycle handlers,
 the HTTP API and the Activity UI on --addr, the recovery sweeper, and a host worker that runs
 Bash/Read/Write/Edit in --workspace. Kill it at any point and start it again: it continues
-from what it stored.`,
+from what it stored. With --mcp-servers FILE the tools of downstream MCP servers join the
+catalog as mcp__<server>__<tool> and run through the same lifecycle (see the README).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), o, cmd.OutOrStdout()) },
 	}
@@ -60,6 +66,7 @@ from what it stored.`,
 	f.StringVar(&o.restartWindow, "restart-window", "-1", "automatic continuation after an interruption, for sessions whose policy sets no restart_window_seconds: -1 unlimited, 0 off, or a duration (2h)")
 	f.DurationVar(&o.sweep, "sweep-interval", time.Minute, "recovery sweep period (the EventBridge schedule's stand-in)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.mcpServers, "mcp-servers", os.Getenv(mcpdownstream.EnvConfig), "downstream MCP servers whose tools join the catalog as mcp__<server>__<tool> (JSON file; env "+mcpdownstream.EnvConfig+")")
 	return cmd
 }
 
@@ -137,6 +144,27 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	if _, err := os.Stat(legacy); err == nil && legacy != stateDir {
 		protected = append(protected, legacy)
 	}
+	// A bad servers file refuses to start (nothing is running yet); a
+	// server that is down does not (the lifecycle keeps serving approvals,
+	// receipts and recovery; a call of its tools connects again first).
+	var mcpCfg mcpdownstream.Config
+	if o.mcpServers != "" {
+		if mcpCfg, err = mcpdownstream.LoadConfig(o.mcpServers); err != nil {
+			return fmt.Errorf("--mcp-servers: %w", err)
+		}
+		// The file may hold the servers' credentials (env, headers): no
+		// tool of the agent reads it, unless it lies in the workspace,
+		// where protecting it would refuse every walk of the project.
+		file, err := filepath.Abs(o.mcpServers)
+		if err != nil {
+			return fmt.Errorf("--mcp-servers: %w", err)
+		}
+		if rel, err := filepath.Rel(ws, file); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			fmt.Fprintf(out, "WARNING: the MCP servers file %s is inside the workspace, where the agent's tools can read it; keep credentials out of it or move it.\n\n", file)
+		} else {
+			protected = append(protected, file)
+		}
+	}
 	// Listen before starting anything, so a busy port fails fast.
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -144,9 +172,26 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	}
 	defer ln.Close()
 
+	catalog := append([]permission.ToolSpec(nil), hosttools.Specs...)
+	var downstream *mcpdownstream.Pool
+	var downstreamStatus []mcpdownstream.Status
+	var mcpRoutes executor.Routes
+	var mcpExecutors map[string]actionflow.Executor
+	if len(mcpCfg.Servers) > 0 {
+		downstream, downstreamStatus = mcpdownstream.Start(ctx, mcpCfg, mcpdownstream.Options{Logger: log})
+		defer func() {
+			if err := downstream.Close(); err != nil {
+				log.Warn("closing MCP servers", "error", err)
+			}
+		}()
+		catalog = append(catalog, downstream.Specs()...)
+		mcpRoutes = downstream.Routes()
+		mcpExecutors = map[string]actionflow.Executor{mcpdownstream.Kind: downstream}
+	}
 	var policies *policystore.Store
 	var live policystore.Parsed[*permission.Policy]
 	es, err := embedded.Start(ctx, embedded.Config{
+		Routes: mcpRoutes, Executors: mcpExecutors,
 		StateDir: stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
 		NewDecider: func(st store.Store) (actionflow.Decider, error) {
 			policies = policystore.New(st, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)),
@@ -166,7 +211,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	ctl := httpapi.ControlService{Service: es.Control}
 	api, err := httpapi.New(httpapi.Config{
 		Service: es.Service, Auth: issuer, Policies: policies, Control: ctl, Facts: ctl, Wake: es.Bus, Logger: log,
-		Tools: httpapi.PermissionTools{Policies: live, Default: decider.DefaultPolicy(), Catalog: hosttools.Specs},
+		Tools: httpapi.PermissionTools{Policies: live, Default: decider.DefaultPolicy(), Catalog: catalog},
 	})
 	if err != nil {
 		es.Close(context.Background())
@@ -187,7 +232,19 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	fmt.Fprintf(out, "  Human token   %s   (session %s, 12h)\n", human, o.session)
 	fmt.Fprintf(out, "  State         %s   (0700; keys auth.key and human.key 0600)\n", stateDir)
 	fmt.Fprintf(out, "  Workspace     %s\n", ws)
-	fmt.Fprintf(out, "  Step Functions endpoint (AWS_ENDPOINT_URL_SFN)  %s\n\n", es.SFNEndpoint)
+	fmt.Fprintf(out, "  Step Functions endpoint (AWS_ENDPOINT_URL_SFN)  %s\n", es.SFNEndpoint)
+	for _, st := range downstreamStatus {
+		if st.Err != nil {
+			fmt.Fprintf(out, "  MCP server    %s (%s): NOT AVAILABLE, its tools are not listed (a call connects again first): %v\n", st.Server, st.Transport, st.Err)
+			continue
+		}
+		skipped := ""
+		if len(st.Skipped) > 0 {
+			skipped = fmt.Sprintf("; skipped %v (names no rule can name)", st.Skipped)
+		}
+		fmt.Fprintf(out, "  MCP server    %s (%s): %d tools as mcp__%s__<tool>%s\n", st.Server, st.Transport, st.Tools, st.Server, skipped)
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "An agent token: lifecycle token --role agent --session %s   (from this directory, or with --workspace %s)\n", o.session, ws)
 	fmt.Fprintf(out, "Submit:         lifecycle submit --session %s --tool Bash --args '{\"command\":\"ls\"}' --token <agent token>\n", o.session)
 	fmt.Fprintf(out, "Stop with Ctrl-C (an orderly stop pauses running work for automatic continuation).\n")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/awsstack"
 	"github.com/openprogram/lifecycle/shared/control"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/recovery/recoverfn"
@@ -23,11 +24,12 @@ func main() {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
+	models := modelreq.ForFlow(d.Service)
 	sw, err := recovery.New(recovery.Config{Flow: d.Service, Control: ctl, Machines: d.SFN,
-		Windows: policystore.New(d.Service.Store(), nil), Logger: d.Logger})
+		Windows: policystore.New(d.Service.Store(), nil), Run: models, Logger: d.Logger})
 	if err != nil {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger}.Handle)
+	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: models}.Handle)
 }

@@ -33,6 +33,8 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/executions/{execution_id}/commands"},
 	{Method: "POST", Path: "/v1/executions/{execution_id}/end"},
 	{Method: "GET", Path: "/v1/executions/{execution_id}"},
+	{Method: "POST", Path: "/v1/executions/{execution_id}/model-requests"},
+	{Method: "POST", Path: "/v1/executions/{execution_id}/model-requests/{request_id}/completion"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/activity"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/events"},
 	{Method: "GET", Path: "/v1/tools"},

@@ -2,11 +2,15 @@ package actionflow_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store"
 )
 
 func TestExecutionControlGatesAdmission(t *testing.T) {
@@ -194,25 +198,131 @@ func TestRecoverUsesDurableEvidenceOnly(t *testing.T) {
 	}
 }
 
-func TestForkCheckpointAllowsOnlySavedPoints(t *testing.T) {
+// TestSavedPointsAreKept: every checkpoint version an execution writes is
+// kept as an immutable saved point, written in the checkpoint's own
+// transaction; any of them (and 0, the start) can be read back; a version
+// above the current checkpoint, or one written before saved points were
+// kept, is a *SavedPointError.
+func TestSavedPointsAreKept(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	a := f.submit(t, "noop", `{}`)
-	f.svc.Authorize(ctx, in(a))
-	f.finish(t, in(a))
-	src, _ := f.svc.GetCheckpoint(ctx, a.ExecutionID)
-	var spe *actionflow.SavedPointError
-	if _, err := f.svc.ForkCheckpoint(ctx, a.ExecutionID, src.Version+5, "exe_child0"); !errors.As(err, &spe) {
-		t.Fatalf("fork from an unknown point: %v", err)
+	var actions []actionflow.Action
+	for i := 0; i < 3; i++ {
+		a, _, err := f.svc.Submit(ctx, actionflow.SubmitRequest{SessionID: "ses_1", ExecutionID: "exe_src", ToolCallID: ids.ToolCallID(fmt.Sprintf("c%d", i)),
+			Tool: "noop", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Principal: actionflow.Principal{Subject: "agent", Role: "agent"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		si := in(a)
+		if _, err := f.svc.Authorize(ctx, si); err != nil {
+			t.Fatal(err)
+		}
+		si.Mode = "sync"
+		res, err := f.svc.Dispatch(ctx, si)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si.Mode, si.Result = "", &res
+		actions = append(actions, f.finish(t, si))
 	}
-	ck, err := f.svc.ForkCheckpoint(ctx, a.ExecutionID, src.Version, "exe_child1")
-	if err != nil || ck.Recorded != src.Recorded || ck.ExecutionID != "exe_child1" {
-		t.Fatalf("fork: %+v %v", ck, err)
+	src, err := f.svc.GetCheckpoint(ctx, "exe_src")
+	if err != nil || src.Version != 3 {
+		t.Fatalf("source checkpoint %+v %v", src, err)
 	}
-	if again, err := f.svc.ForkCheckpoint(ctx, a.ExecutionID, src.Version, "exe_child1"); err != nil || again.Version != ck.Version {
-		t.Fatalf("repeat: %+v %v", again, err)
+	// A checkpoint written before saved points were kept (no CKPT# items).
+	legacy := store.Item{PK: "EXEC#exe_old", SK: "CKPT", Version: 4, Body: []byte(`{"execution_id":"exe_old","recorded":4,"last_action_id":"act_x","recent_failures":{}}`)}
+	if err := f.st.PutOnce(ctx, legacy); err != nil {
+		t.Fatal(err)
 	}
-	if after, _ := f.svc.GetCheckpoint(ctx, a.ExecutionID); after.Version != src.Version {
-		t.Fatal("forking changed the source checkpoint")
+	cases := []struct {
+		name     string
+		exec     ids.ExecutionID
+		version  int64
+		recorded int64
+		last     ids.ActionID
+		missing  bool
+	}{
+		{"the start", "exe_src", 0, 0, "", false},
+		{"the first receipt", "exe_src", 1, 1, actions[0].ActionID, false},
+		{"a middle version", "exe_src", 2, 2, actions[1].ActionID, false},
+		{"the current checkpoint", "exe_src", 3, 3, actions[2].ActionID, false},
+		{"above the current checkpoint", "exe_src", 4, 0, "", true},
+		{"negative", "exe_src", -1, 0, "", true},
+		{"written before saved points were kept", "exe_old", 2, 0, "", true},
+		{"the current checkpoint of an old execution", "exe_old", 4, 4, "act_x", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ck, err := f.svc.SavedPointState(ctx, tc.exec, tc.version)
+			var spe *actionflow.SavedPointError
+			if tc.missing {
+				if !errors.As(err, &spe) || spe.Requested != tc.version {
+					t.Fatalf("want a SavedPointError, got %+v %v", ck, err)
+				}
+				return
+			}
+			if err != nil || ck.Version != tc.version || ck.Recorded != tc.recorded || ck.LastActionID != tc.last || len(ck.Folded) != 0 {
+				t.Fatalf("saved point %d: %+v %v", tc.version, ck, err)
+			}
+		})
+	}
+	e, err := f.svc.GetExecution(ctx, "exe_src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it, err := f.st.Get(ctx, store.Key{PK: "EXEC#exe_src", SK: "CKPT#00000000000000000003"}); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("a saved point's body: %d bytes", len(it.Body))
+	}
+	points, truncated, err := f.svc.SavedPoints(ctx, e)
+	if err != nil || truncated || len(points) != 4 || points[0].Version != 0 || points[3].Version != 3 || points[2].LastActionID != actions[1].ActionID {
+		t.Fatalf("listed saved points %+v %v %v", points, truncated, err)
+	}
+}
+
+// TestCreateChild: a child is created with its parent's link, its first
+// checkpoint and saved point in one transaction guarded by the parent's
+// version; a repeat finds it; a parent that moved writes nothing.
+func TestCreateChild(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	parent := actionflow.Execution{ExecutionID: "exe_p", SessionID: "ses_1", RunID: "run_1", BranchID: "exe_p", Kind: "agent_chat", Status: actionflow.ExecRunning}
+	if err := f.svc.PutExecution(ctx, &parent); err != nil {
+		t.Fatal(err)
+	}
+	child := func(id ids.ExecutionID) *actionflow.Execution {
+		return &actionflow.Execution{ExecutionID: id, SessionID: "ses_1", RunID: "run_1", ParentID: "exe_p", BranchID: string(id), Kind: "agent_chat", Status: actionflow.ExecPaused}
+	}
+	from := actionflow.Checkpoint{Recorded: 7, LastActionID: "act_7", Version: 7}
+	created, err := f.svc.CreateChild(ctx, parent, child("exe_c1"), &from)
+	if err != nil || !created {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	if ck, err := f.svc.SavedPointState(ctx, "exe_c1", 1); err != nil || ck.Recorded != 7 || ck.LastActionID != "act_7" {
+		t.Fatalf("child's saved point 1: %+v %v", ck, err)
+	}
+	if created, err := f.svc.CreateChild(ctx, parent, child("exe_c1"), &from); err != nil || created {
+		t.Fatalf("repeat: %v %v", created, err)
+	}
+	// The parent moves (as a Cancel would move it) after it was read.
+	moved := parent
+	moved.Status = actionflow.ExecCancelling
+	if err := f.svc.SaveExecution(ctx, &moved, parent.Version, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.svc.CreateChild(ctx, parent, child("exe_c2"), &from)
+	var pm *actionflow.ParentMovedError
+	if !errors.As(err, &pm) || pm.Expected != 1 || pm.Actual != 2 {
+		t.Fatalf("parent moved: %v", err)
+	}
+	for _, k := range []store.Key{{PK: "EXEC#exe_c2", SK: "META"}, {PK: "EXEC#exe_c2", SK: "CKPT"}, {PK: "EXEC#exe_p", SK: "CHILD#exe_c2"}} {
+		if _, err := f.st.Get(ctx, k); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s written by a refused creation: %v", k, err)
+		}
+	}
+	kids, err := f.svc.Children(ctx, moved)
+	if err != nil || len(kids) != 1 || kids[0] != "exe_c1" {
+		t.Fatalf("children %v %v", kids, err)
 	}
 }

@@ -104,6 +104,11 @@ func (s *Service) dispatchSync(ctx context.Context, in StepInput) (ToolResult, e
 	if !ok {
 		return ToolResult{}, &PermanentError{Code: "no_executor", Msg: "no executor of kind " + kind}
 	}
+	if r, ok := ex.(Readier); ok && a.States.Permission == lifecycle.PermissionAllow && a.Closed == nil {
+		if err := r.Ready(ctx, a.Tool); err != nil {
+			return ToolResult{}, &NotStartedError{Code: "executor_not_ready", Msg: err.Error()}
+		}
+	}
 	a, task, err := s.claim(ctx, a, ids.NewAttemptID(), kind, "", s.cfg.LeaseTTL)
 	if err != nil {
 		return ToolResult{}, err

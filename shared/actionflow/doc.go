@@ -24,8 +24,21 @@
 // ResendResult (complete a wait again from a stored decision or result),
 // CloseAbandonedHost (answer unknown the wait of a host task whose
 // in-process worker died with an earlier process),
-// ForkCheckpoint, SaveExecution (fenced owner writes), the index listings
-// (OpenActions, OpenExecutions, UnresolvedActions) and AppendEvent.
+// SaveExecution (fenced owner writes), the index listings (OpenActions,
+// OpenExecutions, UnresolvedActions), AppendEvent, and the execution tree:
+// CreateChild (a Fork/Retry child or a child task, in one transaction with
+// its parent's link EXEC#<parent>/CHILD#<child> and a Check of the
+// parent's version, so no child appears beside a parent that moved to
+// cancelling), Children (the links, read strongly consistently),
+// StartChildTask, and the saved points: every checkpoint version is kept
+// immutably as EXEC#<id>/CKPT#<version>, put once in the same transaction
+// as the checkpoint compare-and-swap that wrote it (savedpoints.go);
+// SavedPointState reads any of them (0 is the start) and SavedPoints lists
+// them; and TransactWithEvent (a record and its event in one
+// transaction: model requests). CloseUnstarted, which every end of an
+// execution passes through (End, the iteration limit, Cancel), also has
+// Config.RunWork close the run's other open work (the RunCloser port: model
+// requests left open are closed incomplete by package modelreq).
 // Admission is where control takes effect inside the flow: the initial
 // authorize refuses new actions of a paused, cancelled or ended execution
 // (execution_control reasons; an ended one's detail names its end reason),

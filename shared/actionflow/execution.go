@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -58,6 +61,9 @@ type Execution struct {
 	RevisionID ids.RevisionID  `json:"revision_id,omitempty"`
 	Kind       string          `json:"kind"` // agent_chat | job | function
 	Status     ExecutionStatus `json:"status"`
+	// Title is the short human title the client gave when the execution
+	// started (Activity's branch heading); empty: none. Fixed at start.
+	Title string `json:"title,omitempty"`
 	// PauseOwner: PauseByUser, PauseByRestart or PauseByFork (only a
 	// restart-owned pause resumes automatically).
 	PauseOwner string `json:"pause_owner,omitempty"`
@@ -80,6 +86,15 @@ type Execution struct {
 	// execution starts. The call that would exceed it is refused and the
 	// execution ends failed with reason iteration_limit.
 	IterationLimit int `json:"iteration_limit,omitempty"`
+	// IterationLimitSource says where the limit came from: "submission"
+	// (the call that started the execution named it) or "session_policy"
+	// (the session policy's default when the execution started).
+	IterationLimitSource string `json:"iteration_limit_source,omitempty"`
+	// IdleTimeoutSeconds > 0: the recovery sweeper ends the execution
+	// failed with reason abandoned once it has been idle that long (see
+	// package recovery for what idle means). Copied from the session
+	// policy when the execution starts; 0: off.
+	IdleTimeoutSeconds int64 `json:"idle_timeout_seconds,omitempty"`
 	// Iterations are the actions counted against IterationLimit (kept only
 	// when a limit is set, so a re-invoked authorization counts once).
 	Iterations []ids.ActionID `json:"iterations,omitempty"`
@@ -99,6 +114,40 @@ type Execution struct {
 	// Fence is the item's stored fence (the last owner write's lease fence).
 	// It is kept on every write so an unfenced write never erases it.
 	Fence int64 `json:"-"`
+}
+
+// MaxTitleRunes bounds an execution's title (a heading, not a message).
+const MaxTitleRunes = 120
+
+// ValidateTitle checks an execution title: at most MaxTitleRunes runes of
+// valid UTF-8, not blank, with no control character and no bidirectional
+// formatting character (which could make a heading read as something it
+// is not). The empty string is "no title" and valid.
+func ValidateTitle(title string) error {
+	if title == "" {
+		return nil
+	}
+	if !utf8.ValidString(title) {
+		return &ValidationError{Field: "title", Msg: "must be valid UTF-8"}
+	}
+	if n := utf8.RuneCountInString(title); n > MaxTitleRunes {
+		return &ValidationError{Field: "title", Msg: fmt.Sprintf("%d characters, more than %d", n, MaxTitleRunes)}
+	}
+	if strings.TrimSpace(title) == "" {
+		return &ValidationError{Field: "title", Msg: "must not be blank (omit it for no title)"}
+	}
+	for i, r := range title {
+		if unicode.IsControl(r) || bidiFormatting(r) {
+			return &ValidationError{Field: "title", Msg: fmt.Sprintf("control or bidirectional formatting character %U at byte %d; a title is one plain line", r, i)}
+		}
+	}
+	return nil
+}
+
+// bidiFormatting: the explicit directional embeddings, overrides and
+// isolates (U+202A-U+202E, U+2066-U+2069) and the line/paragraph separators.
+func bidiFormatting(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x2028 || r == 0x2029
 }
 
 // MaxIterationLimit bounds an execution's iteration limit (the counted
@@ -200,15 +249,37 @@ func (s *Service) PutExecution(ctx context.Context, e *Execution) error {
 	return s.SaveExecution(ctx, e, 0, 0)
 }
 
+// Sources of an execution's iteration limit.
+const (
+	LimitFromSubmission    = "submission"
+	LimitFromSessionPolicy = "session_policy"
+)
+
 // ensureExecution returns the execution, creating it (running, with the
-// iteration limit) when absent.
-func (s *Service) ensureExecution(ctx context.Context, id ids.ExecutionID, session ids.SessionID, iterationLimit int) (Execution, error) {
+// iteration limit and title) when absent. A new execution without its own
+// limit takes the session policy's, and the policy's idle timeout: both
+// are fixed from then on.
+func (s *Service) ensureExecution(ctx context.Context, id ids.ExecutionID, session ids.SessionID, iterationLimit int, title string) (Execution, error) {
 	e, err := s.GetExecution(ctx, id)
 	var nf *NotFoundError
 	if errors.As(err, &nf) {
+		var def ExecutionDefaults
+		if s.cfg.Defaults != nil {
+			if def, err = s.cfg.Defaults.ExecutionDefaults(ctx, session); err != nil {
+				return Execution{}, fmt.Errorf("session defaults of %s: %w", session, err)
+			}
+		}
+		source := ""
+		switch {
+		case iterationLimit > 0:
+			source = LimitFromSubmission
+		case def.IterationLimit > 0:
+			iterationLimit, source = def.IterationLimit, LimitFromSessionPolicy
+		}
 		now := s.now()
 		e = Execution{ExecutionID: id, SessionID: session, RunID: ids.NewRunID(), BranchID: string(id),
-			Kind: "agent_chat", Status: ExecRunning, IterationLimit: iterationLimit, CreatedAt: now, LastActivity: now}
+			Kind: "agent_chat", Status: ExecRunning, IterationLimit: iterationLimit, IterationLimitSource: source,
+			IdleTimeoutSeconds: def.IdleTimeoutSeconds, Title: title, CreatedAt: now, LastActivity: now}
 		err = s.SaveExecution(ctx, &e, 0, 0)
 		var vc *store.VersionConflictError
 		if errors.As(err, &vc) {

@@ -18,8 +18,8 @@ const ReasonIterationLimit = "iteration_limit"
 // at initial authorization (compare-and-swap on the execution, so parallel
 // actions cannot both take the last iteration). An iteration is a tool
 // call of the execution that reaches authorization while the execution
-// admits work, whatever the permission decision then is (there is no
-// model-request API yet to count model requests). Counting the same action
+// admits work, whatever the permission decision then is (model requests
+// are accounted by package modelreq and do not count). Counting the same action
 // again is idempotent. The call that would exceed the limit is refused and
 // ends the execution failed with reason iteration_limit, keeping its
 // history: its other unstarted actions are closed (pending approvals
@@ -82,7 +82,10 @@ func (s *Service) admitIteration(ctx context.Context, a Action) (Decision, bool,
 // CloseUnstarted closes every action of execution exec that has not
 // started (except except), with reason, and fails its wait (a pending
 // approval becomes cancelled); started actions finish and record their
-// results. Idempotent.
+// results. Every end of an execution passes through it (End, the
+// iteration limit, Cancel and its sweeps), so it also has Config.RunWork
+// close the run's other open work (model requests reported started and
+// never completed are closed incomplete). Idempotent.
 func (s *Service) CloseUnstarted(ctx context.Context, exec ids.ExecutionID, reason string, except ids.ActionID) error {
 	after := ""
 	for {
@@ -99,8 +102,14 @@ func (s *Service) CloseUnstarted(ctx context.Context, exec ids.ExecutionID, reas
 			}
 		}
 		if next == "" {
-			return nil
+			break
 		}
 		after = next
 	}
+	if s.cfg.RunWork != nil {
+		if err := s.cfg.RunWork.CloseExecution(ctx, exec, reason); err != nil {
+			return fmt.Errorf("close the open work of %s: %w", exec, err)
+		}
+	}
+	return nil
 }

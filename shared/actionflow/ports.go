@@ -38,11 +38,21 @@ type Task struct {
 }
 
 // Executor runs an authorized task. It is called only after start evidence
-// is durable. A returned error means the operation may have started (outcome
-// unknown) unless it is a *NotStartedError proving that nothing was sent.
+// is durable, so a returned error means the operation may have started
+// (outcome unknown), whatever the error says: an executor that can know
+// before the call that it cannot send implements Readier.
 // A deterministic tool failure is a ToolResult with Outcome failed, not an error.
 type Executor interface {
 	Execute(ctx context.Context, t Task) (ToolResult, error)
+}
+
+// Readier is an executor that must make sure it can send a call before
+// dispatch writes start evidence (a downstream MCP server to start or
+// reconnect). Dispatch calls Ready first: an error means nothing was sent,
+// and dispatch fails with a *NotStartedError (safe to retry) instead of
+// writing start evidence.
+type Readier interface {
+	Ready(ctx context.Context, tool string) error
 }
 
 // Router says which executor kind runs a tool ("host" for tools run by a
@@ -87,5 +97,30 @@ type Blobs interface {
 	Get(ctx context.Context, ref string) ([]byte, error)
 }
 
+// ExecutionDefaults are what an execution that starts without its own
+// settings runs under: its session policy's iteration limit (0: none)
+// and idle timeout (seconds, 0: off). They are copied onto the execution
+// when it starts, so a later policy change never alters a running one.
+type ExecutionDefaults struct {
+	IterationLimit     int
+	IdleTimeoutSeconds int64
+}
+
+// SessionDefaults gives a session's ExecutionDefaults
+// (*policystore.Store).
+type SessionDefaults interface {
+	ExecutionDefaults(ctx context.Context, session ids.SessionID) (ExecutionDefaults, error)
+}
+
 // Clock is time, replaceable in tests.
 type Clock func() time.Time
+
+// RunCloser closes what an ending execution left open outside its actions:
+// the model requests its agent reported started and never completed
+// (package modelreq implements it). It is called from CloseUnstarted, the
+// one step every end of an execution passes through (End, the iteration
+// limit, Cancel), so it must be idempotent. reason is CloseUnstarted's
+// ("execution_ended", "execution_cancelled").
+type RunCloser interface {
+	CloseExecution(ctx context.Context, exec ids.ExecutionID, reason string) error
+}

@@ -166,7 +166,8 @@ func (s *Service) Reconcile(ctx context.Context, id ids.ActionID, req ReconcileR
 		ev, evW := s.eventWrite(Event{Type: "action.reconciled", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
 			map[string]any{"outcome": req.Outcome, "states": a.States, "reconciled_by": by, "note": req.Note,
 				"receipt_digest": rc.Digest, "tool": a.Tool})
-		seqs, err := s.cfg.Store.Transact(ctx, []store.Write{put, actionW, ckW, evW})
+		ck.ExecutionID = a.ExecutionID
+		seqs, err := s.cfg.Store.Transact(ctx, []store.Write{put, actionW, ckW, evW, savedPointWrite(ck)})
 		var te *store.TransactError
 		var vc *store.VersionConflictError
 		switch {

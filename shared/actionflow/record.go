@@ -297,10 +297,12 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 				ck.Folded = ck.Folded[len(ck.Folded)-foldedBound:]
 			}
 			ck.UpdatedAt = s.now()
+			ck.ExecutionID = a.ExecutionID
 			expected := ck.Version
 			ck.Version++
 			k := checkpointKey(a.ExecutionID)
-			writes = append(writes, store.CASOf(store.Item{PK: k.PK, SK: k.SK, Version: ck.Version, Body: encode(ck)}, expected, 0))
+			writes = append(writes, store.CASOf(store.Item{PK: k.PK, SK: k.SK, Version: ck.Version, Body: encode(ck)}, expected, 0),
+				savedPointWrite(ck)) // after the CAS: a lost race reports the version conflict
 		}
 		if st != a.States {
 			next := a

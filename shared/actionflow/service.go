@@ -49,9 +49,15 @@ type Config struct {
 	// next process can close a claim its predecessor's worker never
 	// finished (CloseAbandonedHost). Empty in Lambda.
 	Process ids.AttemptID
+	// Defaults, if set, gives the session policy's iteration limit and idle
+	// timeout of executions that start without their own (nil: none, off).
+	Defaults SessionDefaults
 	// Notify, if set, hears every event appended to a session log, after it
 	// is durable (in-process wake-ups for live streams; not a delivery path).
 	Notify func(Event)
+	// RunWork, if set, closes what an ending execution left open beyond
+	// its actions (model requests: package modelreq); see CloseUnstarted.
+	RunWork RunCloser
 }
 
 // Service is the action lifecycle: one flow, one step per method, each step
@@ -345,6 +351,26 @@ func (s *Service) AppendEvent(ctx context.Context, ev Event, data any) (Event, e
 	if err != nil {
 		return ev, err
 	}
+	if s.cfg.Publisher != nil {
+		if perr := s.cfg.Publisher.Publish(ctx, ev); perr != nil {
+			s.log.Warn("event not published; it is in the durable log", "type", ev.Type, "seq", ev.Seq, "error", perr)
+		}
+	}
+	return ev, nil
+}
+
+// TransactWithEvent applies writes and the append of ev (with data) to its
+// session's log as one store transaction, then publishes ev like
+// AppendEvent. A state change and the event announcing it are never
+// separated: both are written, or neither (a failed condition is the
+// store's *TransactError naming the part).
+func (s *Service) TransactWithEvent(ctx context.Context, writes []store.Write, ev Event, data any) (Event, error) {
+	ev, w := s.eventWrite(ev, data)
+	seqs, err := s.cfg.Store.Transact(ctx, append(append([]store.Write(nil), writes...), w))
+	if err != nil {
+		return ev, fmt.Errorf("write with its %s event: %w", ev.Type, err)
+	}
+	ev = s.logged(ev, seqs[len(seqs)-1])
 	if s.cfg.Publisher != nil {
 		if perr := s.cfg.Publisher.Publish(ctx, ev); perr != nil {
 			s.log.Warn("event not published; it is in the durable log", "type", ev.Type, "seq", ev.Seq, "error", perr)

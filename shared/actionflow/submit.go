@@ -35,6 +35,10 @@ type SubmitRequest struct {
 	// execution this submission starts; continuing an execution with a
 	// different limit is refused.
 	IterationLimit int
+	// Title (ValidateTitle; "": none) is set on the execution this
+	// submission starts; continuing an execution with a different title
+	// is refused.
+	Title string
 }
 
 // Submit prepares an action (put-once) and starts its state machine
@@ -99,7 +103,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 	if execID == "" {
 		execID = ids.NewExecutionID()
 	}
-	exe, err := s.ensureExecution(ctx, execID, req.SessionID, req.IterationLimit)
+	exe, err := s.ensureExecution(ctx, execID, req.SessionID, req.IterationLimit, req.Title)
 	if err != nil {
 		return Action{}, false, err
 	}
@@ -109,6 +113,10 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 	if req.IterationLimit != 0 && req.IterationLimit != exe.IterationLimit {
 		return Action{}, false, &ValidationError{Field: "iteration_limit",
 			Msg: fmt.Sprintf("an execution's iteration limit is set when it starts; %s has %d", execID, exe.IterationLimit)}
+	}
+	if req.Title != "" && req.Title != exe.Title {
+		return Action{}, false, &ValidationError{Field: "title",
+			Msg: fmt.Sprintf("an execution's title is set when it starts; %s has %s", execID, quoteOrNone(exe.Title))}
 	}
 	now := s.now()
 	canonArgs, _ := jcs.Transform(req.Arguments)
@@ -214,6 +222,9 @@ func validateSubmit(r SubmitRequest) error {
 	if r.IterationLimit < 0 || r.IterationLimit > MaxIterationLimit {
 		return &ValidationError{Field: "iteration_limit", Msg: fmt.Sprintf("must be 1..%d (or absent: no limit)", MaxIterationLimit)}
 	}
+	if err := ValidateTitle(r.Title); err != nil {
+		return err
+	}
 	if len(r.IdempotencyKey) > 200 {
 		return &ValidationError{Field: "Idempotency-Key", Msg: "longer than 200 characters"}
 	}
@@ -268,6 +279,9 @@ func requestDigest(r SubmitRequest) (string, error) {
 	if r.IterationLimit != 0 {
 		fields["iteration_limit"] = r.IterationLimit
 	}
+	if r.Title != "" {
+		fields["title"] = r.Title
+	}
 	body, err := json.Marshal(fields)
 	if err != nil {
 		return "", err
@@ -278,4 +292,11 @@ func requestDigest(r SubmitRequest) (string, error) {
 	}
 	sum := sha256.Sum256(canon)
 	return fmt.Sprintf("sha256:%x", sum), nil
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%q", s)
 }

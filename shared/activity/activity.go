@@ -43,10 +43,34 @@ type Facts struct {
 	// PendingCommands lists the types of commands accepted but not applied
 	// ("pause", "cancel", ...).
 	PendingCommands []string `json:"pending_commands,omitempty"`
-	// ResponseRecordMissing: the model response record was never written.
+	// ResponseRecordMissing: the model response record was never written
+	// (a model request of the execution was closed incomplete: no
+	// terminal event).
 	ResponseRecordMissing bool `json:"response_record_missing,omitempty"`
+	// ModelRequests are the execution's model requests, oldest first.
+	ModelRequests []ModelRequestRow `json:"model_requests,omitempty"`
 	// ActiveProcesses counts managed processes the execution owns that still run.
 	ActiveProcesses int `json:"active_processes,omitempty"`
+}
+
+// ModelRequestRow is one model request of an execution (package modelreq's
+// record, as the UI shows it).
+type ModelRequestRow struct {
+	RequestID   string     `json:"request_id"`
+	Provider    string     `json:"provider"`
+	Model       string     `json:"model"`
+	Purpose     string     `json:"purpose"` // agent | reviewer
+	Status      string     `json:"status"`  // open | completed | failed | cancelled | incomplete
+	Usage       TokenUsage `json:"usage"`
+	ErrorCode   string     `json:"error_code,omitempty"`
+	StartedAt   time.Time  `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// TokenUsage is a model request's reported token usage.
+type TokenUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
 }
 
 // Input is everything Build reads.
@@ -115,18 +139,30 @@ type ExecutionRow struct {
 	Kind        string                     `json:"kind"`
 	Status      actionflow.ExecutionStatus `json:"status"`
 	Label       string                     `json:"label"`
+	// Heading is the execution's own short heading: its title, else what
+	// its source is about (fork, retry), else its first tool call, with
+	// " · fork" or " · retry" when it is one.
+	Heading string `json:"heading"`
+	// Title is the title the client gave when it started (absent: none).
+	Title string `json:"title,omitempty"`
 	// Shared: an earlier execution of the branch this one forked from.
 	Shared    bool        `json:"shared,omitempty"`
 	Actions   []ActionRow `json:"actions"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
+
+	// ModelRequests are the execution's model requests (Facts).
+	ModelRequests []ModelRequestRow `json:"model_requests"`
 }
 
 // ActionRow is one tool call in an execution's details.
 type ActionRow struct {
-	ActionID   ids.ActionID     `json:"action_id"`
-	ToolCallID ids.ToolCallID   `json:"tool_call_id"`
-	Tool       string           `json:"tool"`
+	ActionID   ids.ActionID   `json:"action_id"`
+	ToolCallID ids.ToolCallID `json:"tool_call_id"`
+	Tool       string         `json:"tool"`
+	// Summary is a one-line summary of the arguments ("npm test",
+	// "src/main.go"); see Summary.
+	Summary    string           `json:"summary,omitempty"`
 	States     lifecycle.States `json:"states"`
 	Label      string           `json:"label"`
 	ApprovalID ids.ApprovalID   `json:"approval_id,omitempty"`
@@ -254,7 +290,7 @@ func (x *index) row(branch string, own []actionflow.Execution) Row {
 			}
 		}
 	}
-	r.Heading = heading(branch, own[0], x.execs)
+	r.Heading = x.branchHeading(own)
 	switch {
 	case len(r.Attention) > 0:
 		r.Section, r.Status = NeedsAttention, r.Attention[0].Label
@@ -380,7 +416,9 @@ func (x *index) inFlight(a actionflow.Action) bool {
 
 func (x *index) execRow(e actionflow.Execution, shared bool) ExecutionRow {
 	er := ExecutionRow{ExecutionID: e.ExecutionID, RunID: e.RunID, ParentID: e.ParentID, Kind: e.Kind, Status: e.Status,
-		Shared: shared, Actions: []ActionRow{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Label: execLabel(e)}
+		Shared: shared, Actions: []ActionRow{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Label: execLabel(e),
+		Heading: x.execHeading(e), Title: e.Title,
+		ModelRequests: append([]ModelRequestRow{}, x.in.Facts[e.ExecutionID].ModelRequests...)}
 	if x.in.Facts[e.ExecutionID].ResponseRecordMissing && ended(e.Status) {
 		er.Label = LabelResponseIncomplete
 	}
@@ -392,7 +430,8 @@ func (x *index) execRow(e actionflow.Execution, shared bool) ExecutionRow {
 		return as[i].ActionID < as[j].ActionID
 	})
 	for _, a := range as {
-		ar := ActionRow{ActionID: a.ActionID, ToolCallID: a.ToolCallID, Tool: a.Tool, States: a.States, CreatedAt: a.CreatedAt}
+		ar := ActionRow{ActionID: a.ActionID, ToolCallID: a.ToolCallID, Tool: a.Tool, Summary: Summary(a.Tool, a.Arguments),
+			States: a.States, CreatedAt: a.CreatedAt}
 		ap, hasAp := x.approvals[a.ActionID]
 		if hasAp {
 			ar.ApprovalID = ap.ApprovalID
@@ -465,27 +504,4 @@ func endedLabel(e actionflow.Execution) string {
 		return LabelCancelled
 	}
 	return string(e.Status)
-}
-
-// heading is a short branch heading: the first execution's kind and a
-// short id, and the branch it forked from.
-func heading(branch string, first actionflow.Execution, execs map[ids.ExecutionID]actionflow.Execution) string {
-	h := "Branch " + short(branch)
-	if p, ok := execs[first.ParentID]; ok && first.ParentID != "" && !isChildTask(first) {
-		pb := p.BranchID
-		if pb == "" {
-			pb = string(p.ExecutionID)
-		}
-		if pb != branch {
-			h += " (fork of " + short(pb) + ")"
-		}
-	}
-	return h
-}
-
-func short(id string) string {
-	if len(id) <= 8 {
-		return id
-	}
-	return "…" + id[len(id)-6:]
 }

@@ -15,9 +15,23 @@
 //   - ordinary status comes from the newest execution; real waits, active
 //     descendants and owned processes are checked as well;
 //   - "Ended · response record incomplete": the owner ended the newest
-//     execution and only its model response record is missing, with no
-//     active wait and no pending control other than Cancel. It is history
-//     and claims no success.
+//     execution and only its model response record is missing (a model
+//     request of it was closed incomplete: Facts.ResponseRecordMissing),
+//     with no active wait and no pending control other than Cancel. It is
+//     history and claims no success; an ended model request alone never
+//     asks anything of the user.
+//
+// Execution rows list the execution's model requests (Facts.ModelRequests:
+// status, token usage, error code).
+//
+// Headings (heading.go) are short and human, never an id: a branch's is
+// the title its first execution was started with; else, for a fork, what
+// its source is about; else the branch's first tool call and a one-line
+// summary of its arguments ("Bash: npm test", "Read: src/main.go", an MCP
+// tool's key=value pairs); else the execution kind. A fork's heading ends
+// " · fork", a retry execution's " · retry". Lengths are counted in runes
+// and cut with an ellipsis; control and bidirectional formatting
+// characters never reach a heading.
 //
 // It is pure: Build reads its Input and nothing else, so the same records
 // always give the same view. What it must never do: guess a branch from a

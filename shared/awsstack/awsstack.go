@@ -115,13 +115,16 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	if env.StateMachineARN != "" {
 		d.SFN = sfnc
 	}
+	// One ledger of model requests: the reviewer's calls, and the closing
+	// of an ending execution's open ones (actionflow's RunWork).
+	models := &modelreq.Ledger{Store: st}
 	var classifier permission.Classifier = riskreview.New()
 	if env.Reviewer == "bedrock" {
 		// The built-in reviewer still blocks known risks and allows what it
 		// proves safe; only the rest goes to the model. Each review is a
 		// model request: accounted started/completed once.
 		classifier = riskreview.New(riskreview.WithModel(modelreq.Classifier{Inner: bedrockreview.New(bedrockruntime.NewFromConfig(cfg), env.BedrockModelID),
-			Ledger: &modelreq.Ledger{Store: st}, Provider: "bedrock", Model: env.BedrockModelID}))
+			Ledger: models, Provider: "bedrock", Model: env.BedrockModelID}))
 	}
 	eng, err := permission.NewEngine(permission.Config{Classifier: classifier, Counters: st})
 	if err != nil {
@@ -144,6 +147,10 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 		},
 		Logger:  log,
 		Metrics: &actionflow.EMFMetrics{W: os.Stdout},
+		RunWork: models,
+		// The session policy's iteration limit and idle timeout of executions
+		// that start without their own.
+		Defaults: policystore.New(st, nil),
 	}
 	fc.Tasks = sfnc
 	if d.SFN != nil {
@@ -158,6 +165,7 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	if d.Service, err = actionflow.New(fc); err != nil {
 		return nil, err
 	}
+	models.Flow = d.Service
 	return d, nil
 }
 

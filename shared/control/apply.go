@@ -10,7 +10,6 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/ids"
-	"github.com/openprogram/lifecycle/shared/store"
 )
 
 // transition decides what command r does to execution e now: the next
@@ -32,6 +31,14 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 	if r.Type == Cancel && cancelInEffect(e) {
 		return nil, "", "", nil // already applied: cancellation takes precedence, not a refusal
 	}
+	if r.Type == Fork || r.Type == Retry {
+		// An earlier run of this command made its child (and stopped before
+		// completing the record): it stands whatever the source became
+		// since; a Cancel of the source has reached it.
+		if child, ok, err := s.madeChild(ctx, e, r); err != nil || ok {
+			return nil, child, "", err
+		}
+	}
 	if err := Check(e, r.Type); err != nil {
 		var ue *UnsupportedError
 		if errors.As(err, &ue) {
@@ -43,6 +50,10 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 	case Pause, Continue, Step, Steer, End:
 		if e.Version != r.ExpectedVersion {
 			return nil, "", fmt.Sprintf("stale_version: expected %d, the execution is at %d", r.ExpectedVersion, e.Version), nil
+		}
+	case Fork, Retry:
+		if reason := sentBeforeCancel(e, r); reason != "" {
+			return nil, "", reason, nil
 		}
 	}
 	now := s.flow.Now()
@@ -82,6 +93,34 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 	return &next, "", "", nil
 }
 
+// sentBeforeCancel refuses a Fork or Retry sent before a cancellation
+// and applied after it: it would start work the cancellation was meant to
+// end, and cancellation takes precedence. One sent after it (made against
+// the cancelled version) is new, deliberate work.
+func sentBeforeCancel(e actionflow.Execution, r Record) string {
+	if cancelInEffect(e) && e.LastCommand != nil && e.LastCommand.Type == string(Cancel) && r.ExpectedVersion < e.LastCommand.Version {
+		return fmt.Sprintf("cancellation takes precedence: the %s was sent at version %d, before the execution was cancelled (command %s, version %d)",
+			r.Type, r.ExpectedVersion, e.LastCommand.ID, e.LastCommand.Version)
+	}
+	return ""
+}
+
+// madeChild finds the child an earlier run of Fork/Retry r made.
+func (s *Service) madeChild(ctx context.Context, e actionflow.Execution, r Record) (ids.ExecutionID, bool, error) {
+	id := ChildID(e.ExecutionID, r.CommandID)
+	got, err := s.flow.GetExecution(ctx, id)
+	if errors.As(err, new(*actionflow.NotFoundError)) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if got.ParentID != e.ExecutionID {
+		return "", false, fmt.Errorf("child %s exists and was not made by command %s", id, r.CommandID)
+	}
+	return id, true, nil
+}
+
 // ChildID is the execution id of the Fork/Retry made by command id from
 // source: derived, so applying the command again finds the same child.
 func ChildID(source ids.ExecutionID, id ids.CommandID) ids.ExecutionID {
@@ -90,59 +129,85 @@ func ChildID(source ids.ExecutionID, id ids.CommandID) ids.ExecutionID {
 }
 
 // fork creates the independent child execution of a Fork or Retry from an
-// allowed saved point, keeping the source and its history untouched. The
-// child keeps the session, run and revision; a Fork starts a new branch, a
-// Retry stays on the source's branch. Agent chat children start paused and
-// need Continue; other kinds follow their scheduler (running).
+// allowed saved point (any checkpoint version the source wrote, or 0, the
+// start), keeping the source and its history untouched. The child keeps
+// the source's session, run, revision and iteration limit; a Fork starts
+// a new branch, a Retry stays on the source's branch. Agent chat children
+// start paused and need Continue; other kinds follow their scheduler
+// (running).
+//
+// The child is created in one transaction with a Check of the source's
+// version as read here: when the source moved meanwhile (an admission, or
+// a Cancel applied by another owner after a lease takeover) the command
+// is decided again against the new state, so no child appears beside a
+// cancelling source (cancellation takes precedence; a Cancel reaches
+// every child created before it).
 func (s *Service) fork(ctx context.Context, e actionflow.Execution, r Record) (ids.ExecutionID, string, error) {
 	p := decodeAs[ForkPayload](r.Payload)
-	var point int64
-	switch {
-	case p.CheckpointVersion != nil:
-		point = *p.CheckpointVersion
-	case r.Type == Fork:
-		ck, err := s.flow.GetCheckpoint(ctx, e.ExecutionID)
+	childID := ChildID(e.ExecutionID, r.CommandID)
+	for i := 0; ; i++ {
+		if i > 0 {
+			var err error
+			if e, err = s.flow.GetExecution(ctx, e.ExecutionID); err != nil {
+				return "", "", err
+			}
+			if child, ok, err := s.madeChild(ctx, e, r); err != nil || ok {
+				return child, "", err
+			}
+			if err := Check(e, r.Type); err != nil {
+				var ue *UnsupportedError
+				if errors.As(err, &ue) {
+					return "", "unsupported: " + ue.Reason, nil
+				}
+				return "", "", err
+			}
+			if reason := sentBeforeCancel(e, r); reason != "" {
+				return "", reason, nil
+			}
+		}
+		var point int64
+		switch {
+		case p.CheckpointVersion != nil:
+			point = *p.CheckpointVersion
+		case r.Type == Fork:
+			ck, err := s.flow.GetCheckpoint(ctx, e.ExecutionID)
+			if err != nil {
+				return "", "", err
+			}
+			point = ck.Version
+		}
+		ck, err := s.flow.SavedPointState(ctx, e.ExecutionID, point)
+		if err != nil {
+			var spe *actionflow.SavedPointError
+			if errors.As(err, &spe) {
+				return "", "saved_point_unavailable: " + spe.Error(), nil
+			}
+			return "", "", err
+		}
+		now := s.flow.Now()
+		child := actionflow.Execution{ExecutionID: childID, SessionID: e.SessionID, RunID: e.RunID, ParentID: e.ExecutionID,
+			BranchID: string(childID), RevisionID: e.RevisionID, Kind: e.Kind, Status: actionflow.ExecRunning,
+			IterationLimit: e.IterationLimit, IterationLimitSource: e.IterationLimitSource,
+			IdleTimeoutSeconds: e.IdleTimeoutSeconds, ForkPoint: &point,
+			LastCommand: &actionflow.CommandRef{ID: r.CommandID, Type: string(r.Type), Version: 1},
+			CreatedAt:   now, LastActivity: now}
+		if r.Type == Retry {
+			child.BranchID = e.BranchID
+		}
+		if child.Kind == "agent_chat" {
+			child.Status, child.PauseOwner, child.PauseReason = actionflow.ExecPaused, actionflow.PauseByFork, string(r.Type)+": continue to start"
+		}
+		created, err := s.flow.CreateChild(ctx, e, &child, &ck)
+		var pm *actionflow.ParentMovedError
+		if errors.As(err, &pm) && i < maxCancelRaces {
+			continue
+		}
 		if err != nil {
 			return "", "", err
 		}
-		point = ck.Version
-	}
-	childID := ChildID(e.ExecutionID, r.CommandID)
-	if _, err := s.flow.ForkCheckpoint(ctx, e.ExecutionID, point, childID); err != nil {
-		var spe *actionflow.SavedPointError
-		if errors.As(err, &spe) {
-			return "", "saved_point_gone: " + spe.Error(), nil
+		if created {
+			s.event(ctx, child, "execution.created", r)
 		}
-		return "", "", err
+		return childID, "", nil
 	}
-	now := s.flow.Now()
-	child := actionflow.Execution{ExecutionID: childID, SessionID: e.SessionID, RunID: e.RunID, ParentID: e.ExecutionID,
-		BranchID: string(childID), RevisionID: e.RevisionID, Kind: e.Kind, Status: actionflow.ExecRunning,
-		ForkPoint: &point, LastCommand: &actionflow.CommandRef{ID: r.CommandID, Type: string(r.Type), Version: 1},
-		CreatedAt: now, LastActivity: now}
-	if r.Type == Retry {
-		child.BranchID = e.BranchID
-	}
-	if child.Kind == "agent_chat" {
-		child.Status, child.PauseOwner, child.PauseReason = actionflow.ExecPaused, actionflow.PauseByFork, string(r.Type)+": continue to start"
-	}
-	err := s.flow.PutExecution(ctx, &child)
-	var vc *store.VersionConflictError
-	if errors.As(err, &vc) {
-		got, gerr := s.flow.GetExecution(ctx, childID)
-		if gerr != nil {
-			return "", "", gerr
-		}
-		// The id is derived from (source, command), so a child of this
-		// source under this id was made by an earlier run of this command.
-		if got.ParentID != e.ExecutionID {
-			return "", "", fmt.Errorf("child %s exists and was not made by command %s: %w", childID, r.CommandID, err)
-		}
-		return childID, "", nil // made by an earlier run of this command
-	}
-	if err != nil {
-		return "", "", err
-	}
-	s.event(ctx, child, "execution.created", r)
-	return childID, "", nil
 }

@@ -13,14 +13,53 @@ import (
 // execution is cancelling, so nothing new is admitted): every action of the
 // execution that has not started is closed and its wait failed (a pending
 // approval becomes cancelled); started actions finish and record their
-// results. Then the execution becomes cancelled if nothing is left
-// running. Idempotent: the sweeper runs it again for cancelling executions.
-func (s *Service) cancelActions(ctx context.Context, o Owner, e actionflow.Execution) error {
+// results. Then the execution's descendants are cancelled (each by a
+// Cancel of its own, cancelDescendants), and the execution becomes
+// cancelled if nothing of its own is left running. Idempotent: the sweeper
+// runs it again for cancelling executions. r is the Cancel being applied
+// (nil from the sweeper: the Cancel that made it cancelling is read).
+func (s *Service) cancelActions(ctx context.Context, o Owner, e actionflow.Execution, r *Record) ([]Descendant, error) {
 	if err := s.closeUnstarted(ctx, e, "execution_cancelled"); err != nil {
-		return err
+		return nil, err
 	}
-	_, err := s.FinishCancel(ctx, o)
-	return err
+	root, err := s.cancelOf(ctx, e, r)
+	if err != nil {
+		return nil, err
+	}
+	reached, err := s.cancelDescendants(ctx, e, root, cascadeDepth(root))
+	if err != nil {
+		return reached, err
+	}
+	_, err = s.FinishCancel(ctx, o)
+	return reached, err
+}
+
+// cancelOf is the Cancel that made e cancelling: r when it is being
+// applied, else the command e names as its last (the cancellation's
+// transition; every later control is refused without writing e), else
+// (an execution cancelled before commands were named) a system Cancel
+// with a fixed id.
+func (s *Service) cancelOf(ctx context.Context, e actionflow.Execution, r *Record) (Record, error) {
+	if r != nil {
+		return *r, nil
+	}
+	if e.LastCommand != nil && e.LastCommand.Type == string(Cancel) {
+		rec, err := s.getRecord(ctx, e.ExecutionID, e.LastCommand.ID)
+		if err == nil {
+			return rec, nil
+		}
+		if !errors.As(err, new(*actionflow.NotFoundError)) {
+			return Record{}, err
+		}
+	}
+	return Record{ExecutionID: e.ExecutionID, CommandID: "cancel", Type: Cancel, Principal: SystemPrincipal}, nil
+}
+
+func cascadeDepth(r Record) int {
+	if r.Cascade != nil {
+		return r.Cascade.Depth
+	}
+	return 0
 }
 
 // closeUnstarted closes every action of e that has not started, with

@@ -28,8 +28,9 @@ const (
 	Fork     Control = "fork"
 	Retry    Control = "retry"
 	// End ends an execution: completed, or failed with a reason code and a
-	// message. An agent of the owning session may send it (the only
-	// control it may send); it is not advertised as a UI control.
+	// message. A human owner sends it from the UI (it is advertised on a
+	// running or paused execution); an agent of the owning session may
+	// send it too (the only control it may send).
 	End Control = "end"
 
 	// Shutdown is the orderly stop's cooperative pause (owner "restart").
@@ -39,7 +40,7 @@ const (
 )
 
 // UserControls are the controls a human may send, in display order.
-var UserControls = []Control{Pause, Continue, Step, Steer, Cancel, Fork, Retry}
+var UserControls = []Control{Pause, Continue, Step, Steer, End, Cancel, Fork, Retry}
 
 func (c Control) system() bool { return c == Shutdown || c == Restart }
 
@@ -49,7 +50,7 @@ func (c Control) known() bool {
 			return true
 		}
 	}
-	return c == End || c.system()
+	return c.system()
 }
 
 // Command is a control request: Type applied to one execution, made
@@ -88,10 +89,15 @@ type Record struct {
 	// was applied at).
 	ResultVersion int64 `json:"result_version,omitempty"`
 	// Child is the execution a Fork or Retry created.
-	Child      ids.ExecutionID `json:"child_execution_id,omitempty"`
-	AcceptedAt time.Time       `json:"accepted_at"`
-	DoneAt     *time.Time      `json:"done_at,omitempty"`
-	Version    int64           `json:"-"`
+	Child ids.ExecutionID `json:"child_execution_id,omitempty"`
+	// Descendants are the execution descendants an applied Cancel reached
+	// (package doc, "Cancel and descendants").
+	Descendants []Descendant `json:"descendants,omitempty"`
+	// Cascade is set on a Cancel an ancestor's cancellation sent.
+	Cascade    *CascadeRef `json:"cascade,omitempty"`
+	AcceptedAt time.Time   `json:"accepted_at"`
+	DoneAt     *time.Time  `json:"done_at,omitempty"`
+	Version    int64       `json:"-"`
 }
 
 // Payloads of the commands that take one.
@@ -160,7 +166,7 @@ func validate(execID ids.ExecutionID, c Command) error {
 		return &actionflow.ValidationError{Field: "command_id", Msg: err.Error()}
 	}
 	if !c.Type.known() {
-		return &actionflow.ValidationError{Field: "type", Msg: fmt.Sprintf("%q is not one of %v or %s", c.Type, UserControls, End)}
+		return &actionflow.ValidationError{Field: "type", Msg: fmt.Sprintf("%q is not one of %v", c.Type, UserControls)}
 	}
 	if c.ExpectedVersion < 1 {
 		return &actionflow.ValidationError{Field: "expected_version", Msg: "required: the execution version the command was made against (>= 1)"}

@@ -34,7 +34,7 @@ func TestCompletionAfterConflict(t *testing.T) {
 			if err := p.Flow.PutExecution(ctx, &e); err != nil {
 				t.Fatal(err)
 			}
-			rec, err := s.accept(ctx, "exe_1", Command{ID: "cmd_1", Type: Pause, ExpectedVersion: 1}, SystemPrincipal)
+			rec, err := s.accept(ctx, "exe_1", Command{ID: "cmd_1", Type: Pause, ExpectedVersion: 1}, SystemPrincipal, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

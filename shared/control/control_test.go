@@ -206,8 +206,14 @@ func TestSubmitRefusals(t *testing.T) {
 			}
 		}},
 		{"fork from a saved point that does not exist", "agent_chat", actionflow.ExecRunning, cmd("c", control.Fork, 1, `{"checkpoint_version":3}`), human, func(t *testing.T, err error) {
-			var ve *actionflow.ValidationError
-			if !errors.As(err, &ve) || ve.Field != "payload.checkpoint_version" {
+			var spe *actionflow.SavedPointError
+			if !errors.As(err, &spe) || spe.Requested != 3 || spe.Current != 0 {
+				t.Fatalf("got %v", err)
+			}
+		}},
+		{"fork of a cancelling execution", "agent_chat", actionflow.ExecCancelling, cmd("c", control.Fork, 1, ""), human, func(t *testing.T, err error) {
+			var ue *control.UnsupportedError
+			if !errors.As(err, &ue) || ue.Control != control.Fork {
 				t.Fatalf("got %v", err)
 			}
 		}},
@@ -240,13 +246,15 @@ func TestControlsAdvertised(t *testing.T) {
 		status actionflow.ExecutionStatus
 		want   []control.Control
 	}{
-		{"agent_chat", actionflow.ExecRunning, []control.Control{control.Pause, control.Steer, control.Cancel, control.Fork}},
-		{"agent_chat", actionflow.ExecPaused, []control.Control{control.Continue, control.Step, control.Steer, control.Cancel, control.Fork}},
-		{"agent_chat", actionflow.ExecCancelling, []control.Control{control.Fork}},
+		{"agent_chat", actionflow.ExecRunning, []control.Control{control.Pause, control.Steer, control.End, control.Cancel, control.Fork}},
+		{"agent_chat", actionflow.ExecPaused, []control.Control{control.Continue, control.Step, control.Steer, control.End, control.Cancel, control.Fork}},
+		{"agent_chat", actionflow.ExecCancelling, nil},
 		{"agent_chat", actionflow.ExecCancelled, []control.Control{control.Fork, control.Retry}},
-		{"job", actionflow.ExecPaused, []control.Control{control.Continue, control.Cancel}},
+		{"agent_chat", actionflow.ExecCompleted, []control.Control{control.Fork, control.Retry}},
+		{"job", actionflow.ExecRunning, []control.Control{control.Pause, control.End, control.Cancel}},
+		{"job", actionflow.ExecPaused, []control.Control{control.Continue, control.End, control.Cancel}},
 		{"job", actionflow.ExecFailed, []control.Control{control.Retry}},
-		{"function", actionflow.ExecRunning, []control.Control{control.Pause, control.Cancel, control.Fork}},
+		{"function", actionflow.ExecRunning, []control.Control{control.Pause, control.End, control.Cancel, control.Fork}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind+"_"+string(tc.status), func(t *testing.T) {

@@ -22,13 +22,14 @@ func Controls(e actionflow.Execution) []Control {
 // Check returns nil when e supports control c now, or an
 // *UnsupportedError saying why not.
 //
-// By status: running → Pause, Steer, Cancel, Fork; paused → Continue,
-// Step, Steer, Cancel, Fork; cancelling → Fork (cancellation takes
-// precedence over everything else); cancelled, completed, failed → Fork,
-// Retry. By kind: agent_chat supports all; function has no Steer (no
-// model to instruct); job has no Step, Steer or Fork (a job is retried,
-// not branched). End (running or paused, any kind) and the system
-// controls are never advertised.
+// By status: running → Pause, Steer, End, Cancel, Fork; paused →
+// Continue, Step, Steer, End, Cancel, Fork; cancelling → nothing
+// (cancellation takes precedence over everything else, and no child may
+// appear while it reaches the descendants); cancelled, completed, failed →
+// Fork, Retry. By kind: agent_chat supports all; function has no Steer (no
+// model to instruct); job has no Step, Steer or Fork (a job is retried, not
+// branched); End applies to every kind. The system controls are never
+// advertised.
 func Check(e actionflow.Execution, c Control) error {
 	no := func(format string, a ...any) error {
 		return &UnsupportedError{Control: c, Status: e.Status, Kind: e.Kind, Reason: fmt.Sprintf(format, a...)}
@@ -76,10 +77,9 @@ func Check(e actionflow.Execution, c Control) error {
 			return no("retry applies to an ended execution; continue or fork a paused one")
 		}
 	case actionflow.ExecCancelling:
-		if c == Fork {
-			return nil
-		}
-		return no("the execution is being cancelled; cancellation takes precedence")
+		// Not even Fork: a child created while the cancellation runs would
+		// escape it. Fork or Retry once it is cancelled.
+		return no("the execution is being cancelled; cancellation takes precedence (fork or retry it once it is cancelled)")
 	case actionflow.ExecCancelled, actionflow.ExecCompleted, actionflow.ExecFailed:
 		if c == Fork || c == Retry {
 			return nil

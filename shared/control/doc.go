@@ -52,8 +52,10 @@
 // approval becomes cancelled); started actions finish and record their
 // result (cancellation cannot undo what began, and stopping a state
 // machine mid-dispatch would turn a result about to be known into unknown,
-// so StopExecution is never used); once every action has a receipt the
-// execution is cancelled. Cancellation takes precedence: it is applied
+// so StopExecution is never used); its execution descendants (forks,
+// retries, child tasks, recursively) each get a Cancel of their own
+// (descendants.go); once every action has a receipt the execution is
+// cancelled. Cancellation takes precedence: it is applied
 // first, and it is never refused because another command moved the
 // version: a Cancel is saved against the version it finds (re-read after a
 // lost race), so it never gets a *StaleVersionError, and on an execution
@@ -66,13 +68,19 @@
 // waiting for the sweeper. Pause, Continue, Step and Steer are
 // rejected at application when the execution moved past their expected
 // version. Fork/Retry create an independent child execution (id derived
-// from source and command id, so re-applying finds it; same session, run
-// and revision; parent = source) from an allowed saved point: 0 (the
-// start; Retry's default) or the source's current checkpoint version
-// (Fork's default; older checkpoints are not kept). The source and its
-// history are untouched. Agent chat children start paused (owner "fork")
-// and need Continue; job and function children start running. A Fork
-// starts a new branch, a Retry stays on the source's branch.
+// from source and command id, so re-applying finds it; same session, run,
+// revision and iteration limit; parent = source) from an allowed saved
+// point: any checkpoint version the source wrote (each is kept immutably,
+// written with the checkpoint itself: actionflow/savedpoints.go), or 0,
+// the start (Retry's default; Fork's is the current checkpoint). A version
+// above the current checkpoint, or one written before saved points were
+// kept, is refused before anything is saved (*actionflow.SavedPointError;
+// HTTP 409 saved_point_unavailable). The source and its history are
+// untouched. The child is created in one transaction with a Check of the
+// source's version as read (actionflow.CreateChild), decided again when
+// the source moved. Agent chat children start paused (owner "fork") and
+// need Continue; job and function children start running. A Fork starts a
+// new branch, a Retry stays on the source's branch.
 //
 // End: completed, or failed with a reason code (iteration_limit,
 // model_error, aborted, ...: lower-case letters, digits, underscores) and
@@ -83,12 +91,27 @@
 // Cancel is applied first). Once applied, authorize refuses new actions
 // (execution_ended, the detail names the reason), every unstarted action
 // is closed and its wait failed (a pending approval becomes cancelled),
-// and started actions finish and record. End is not advertised by
-// Controls (the UI has no End button yet).
+// and started actions finish and record. Controls advertises End on a
+// running or paused execution (the Activity UI offers it as "End…").
 //
 // Controls(e) is what an execution advertises now, by status and kind;
-// Check(e, c) explains a refusal. Cancelling descendants is limited to the
-// execution's own actions: forks and retries are independent executions.
+// Check(e, c) explains a refusal. A cancelling execution advertises
+// nothing, not even Fork: a child created while the cancellation reaches
+// the descendants would escape it.
+//
+// # Cancel and descendants
+//
+// See descendants.go: each open child gets a Cancel saved through this
+// service under a command id derived from (parent, the parent's Cancel,
+// child), applied by the child's owner (at once when its lease is free);
+// ended children are left alone but walked through; the applied Cancel's
+// record lists what it reached (Record.Descendants; Record.Cascade on each
+// derived Cancel). Children are listed by a strongly consistent query of
+// the parent's partition after its cancelling version was written, and a
+// child is only created at a parent version that is not cancelling, so
+// none escapes; a Fork or Retry saved before the Cancel and applied after
+// it is rejected (cancellation takes precedence). A managed process has
+// its own control (not here).
 //
 // Principals: a human of the owning session or an admin sends user
 // controls; only the system sends Shutdown/Restart; an agent principal may

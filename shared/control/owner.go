@@ -179,9 +179,11 @@ func (s *Service) apply(ctx context.Context, o Owner, r Record) (Record, error) 
 func (s *Service) finish(ctx context.Context, o Owner, e actionflow.Execution, r Record, resultVersion int64) (Record, error) {
 	switch r.Type {
 	case Cancel:
-		if err := s.cancelActions(ctx, o, e); err != nil {
+		reached, err := s.cancelActions(ctx, o, e, &r)
+		if err != nil {
 			return r, err
 		}
+		r.Descendants = reached
 	case End:
 		// The execution has ended: its unstarted actions are closed and
 		// their waits cancelled; started ones finish and record.

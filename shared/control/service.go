@@ -197,7 +197,7 @@ func (s *Service) Commands(ctx context.Context, exec ids.ExecutionID, by actionf
 // different command; Current is the stored record). Repeating a command
 // (same id and body) returns its record as it is now.
 func (s *Service) Submit(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal) (Record, error) {
-	rec, err := s.accept(ctx, exec, cmd, by)
+	rec, err := s.accept(ctx, exec, cmd, by, nil)
 	if err != nil || rec.Status != StatusAccepted {
 		return rec, err
 	}
@@ -240,7 +240,9 @@ func lostOwnership(err error) bool {
 	return errors.As(err, new(*store.LeaseLostError)) || errors.As(err, new(*store.FenceError)) || errors.Is(err, ErrOwned)
 }
 
-func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal) (Record, error) {
+// accept saves a command; cascade is set on a Cancel an ancestor's
+// cancellation sends (descendants.go).
+func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command, by actionflow.Principal, cascade *CascadeRef) (Record, error) {
 	if err := validate(exec, cmd); err != nil {
 		return Record{}, err
 	}
@@ -267,7 +269,7 @@ func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command,
 		return Record{}, err
 	}
 	rec := Record{ExecutionID: exec, CommandID: cmd.ID, Type: cmd.Type, ExpectedVersion: cmd.ExpectedVersion,
-		Payload: cmd.Payload, BodyDigest: digest, Status: StatusAccepted, Principal: by, AcceptedAt: s.flow.Now(), Version: 1}
+		Payload: cmd.Payload, BodyDigest: digest, Status: StatusAccepted, Principal: by, AcceptedAt: s.flow.Now(), Version: 1, Cascade: cascade}
 	// A Cancel is never refused because another command moved the
 	// version (cancellation takes precedence): it is saved against the
 	// version it finds, re-read after each lost race. Every other command
@@ -332,7 +334,8 @@ func cancelInEffect(e actionflow.Execution) bool {
 }
 
 // checkSavedPoint refuses a Fork/Retry from a saved point the execution
-// does not have, before anything is saved.
+// does not have (above its current checkpoint, or not kept) before
+// anything is saved: a *actionflow.SavedPointError.
 func (s *Service) checkSavedPoint(ctx context.Context, e actionflow.Execution, cmd Command) error {
 	if cmd.Type != Fork && cmd.Type != Retry {
 		return nil
@@ -341,15 +344,8 @@ func (s *Service) checkSavedPoint(ctx context.Context, e actionflow.Execution, c
 	if p.CheckpointVersion == nil || *p.CheckpointVersion == 0 {
 		return nil
 	}
-	ck, err := s.flow.GetCheckpoint(ctx, e.ExecutionID)
-	if err != nil {
-		return err
-	}
-	if *p.CheckpointVersion != ck.Version {
-		return &actionflow.ValidationError{Field: "payload.checkpoint_version",
-			Msg: (&actionflow.SavedPointError{ExecutionID: e.ExecutionID, Requested: *p.CheckpointVersion, Current: ck.Version}).Error()}
-	}
-	return nil
+	_, err := s.flow.SavedPointState(ctx, e.ExecutionID, *p.CheckpointVersion)
+	return err
 }
 
 func (s *Service) event(ctx context.Context, e actionflow.Execution, typ string, r Record) {

@@ -27,7 +27,7 @@ func (s *Service) SubmitOwned(ctx context.Context, o Owner, id ids.CommandID, ty
 	if err != nil {
 		return Record{}, err
 	}
-	rec, err := s.accept(ctx, o.ExecutionID, Command{ID: id, Type: typ, ExpectedVersion: expected, Payload: payload}, SystemPrincipal)
+	rec, err := s.accept(ctx, o.ExecutionID, Command{ID: id, Type: typ, ExpectedVersion: expected, Payload: payload}, SystemPrincipal, nil)
 	var ce *actionflow.ConflictError
 	if errors.As(err, &ce) {
 		// The same interruption already decided (with other evidence then):
@@ -99,7 +99,8 @@ func (s *Service) Reconcile(ctx context.Context, exec ids.ExecutionID) error {
 		return err
 	}
 	if e.Status == actionflow.ExecCancelling {
-		return s.cancelActions(ctx, o, e)
+		_, err := s.cancelActions(ctx, o, e, nil)
+		return err
 	}
 	return nil
 }

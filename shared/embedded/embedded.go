@@ -23,6 +23,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/hostworker"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
@@ -215,11 +216,16 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	routes := executor.DefaultRoutes.Merge(cfg.Routes)
 	smArn := "arn:aws:states:us-east-1:123456789012:stateMachine:" + StateMachineName
 	s.SFNClient = &sfnclient.Client{SFN: s.SFN, StateMachineARN: smArn}
+	// Model requests: an ending execution closes those its agent left open.
+	models := &modelreq.Ledger{Store: s.Store}
 	s.Service, err = actionflow.New(actionflow.Config{
-		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors,
+		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors, RunWork: models,
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,
 		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify, Clock: cfg.Clock,
+		// A new execution without its own iteration limit takes its session
+		// policy's, and the policy's idle timeout.
+		Defaults: policystore.New(s.Store, nil),
 		// The in-process host worker's claims carry this activation, so the
 		// next process closes what this one's worker never finished.
 		Process: s.Attempt,
@@ -230,6 +236,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		ln.Close()
 		return fail(err)
 	}
+	models.Flow, models.Clock = s.Service, s.Service.Now
 
 	if s.Control, err = control.New(control.Config{Flow: s.Service, Logger: cfg.Logger}); err != nil {
 		ln.Close()
@@ -238,7 +245,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// A session's own restart window (its policy's restart_window_seconds)
 	// decides for its executions; RestartWindow is the default.
 	if s.Recovery, err = recovery.New(recovery.Config{Flow: s.Service, Control: s.Control, Machines: s.SFNClient,
-		Window: cfg.RestartWindow, Windows: policystore.New(s.Store, nil), Logger: cfg.Logger}); err != nil {
+		Window: cfg.RestartWindow, Windows: policystore.New(s.Store, nil), Run: models, Logger: cfg.Logger}); err != nil {
 		ln.Close()
 		return fail(err)
 	}
@@ -248,6 +255,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		s.log.Warn("start-up recovery had failures; the sweeper retries", "error", err)
 	} else if len(reps) > 0 {
 		s.log.Info("start-up recovery", "attempt_id", s.Attempt, "executions", len(reps))
+	}
+	// The requests this service's previous process made itself (the
+	// reviewer's) died with it: closed incomplete. The agent's own
+	// requests live in the agent's process and close when their
+	// execution ends.
+	if n, err := models.Sweep(ctx, s.Service.Now()); err != nil {
+		s.log.Warn("closing lost model requests failed", "error", err)
+	} else if n > 0 {
+		s.log.Info("closed lost model requests as incomplete", "model_requests", n)
 	}
 	onStatus := func(ctx context.Context, ev sfnlocal.StatusChangeEvent) {
 		if cfg.OnStatusChange != nil {

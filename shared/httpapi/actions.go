@@ -25,6 +25,9 @@ type SubmitBody struct {
 	// IterationLimit bounds the tool calls of the execution this call
 	// starts (1..1000; absent: no limit).
 	IterationLimit int `json:"iteration_limit,omitempty"`
+	// Title is the short human title of the execution this call starts
+	// (Activity's branch heading; at most 120 characters, one plain line).
+	Title string `json:"title,omitempty"`
 }
 
 func (h *api) submit(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -60,7 +63,7 @@ func (h *api) submit(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	a, created, err := h.svc.Submit(r.Context(), actionflow.SubmitRequest{SessionID: c.t.Session, ExecutionID: b.ExecutionID,
 		ToolCallID: b.ToolCallID, Tool: b.Tool, Arguments: b.Arguments, Interactive: *b.Interactive, IdempotencyKey: key, Principal: c.p,
-		IterationLimit: b.IterationLimit})
+		IterationLimit: b.IterationLimit, Title: b.Title})
 	if err != nil {
 		if a.ActionID == "" || isTyped(err) {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/activity"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 )
 
@@ -31,7 +32,7 @@ type Authenticator interface {
 // Policies stores session policies (*policystore.Store).
 type Policies interface {
 	Get(ctx context.Context, session ids.SessionID) (policystore.Document, error)
-	Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, restartWindowSeconds *int64, by actionflow.Principal) (policystore.Document, error)
+	Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, settings policystore.Settings, by actionflow.Principal) (policystore.Document, error)
 }
 
 // CommandRequest is a control command as the API received it.
@@ -56,6 +57,19 @@ type CommandResult struct {
 	ExecutionVersion int64 `json:"execution_version"`
 	// ChildExecutionID is the execution a Fork or Retry created.
 	ChildExecutionID ids.ExecutionID `json:"child_execution_id,omitempty"`
+	// Descendants are the execution descendants an applied Cancel reached.
+	Descendants []CancelledDescendant `json:"descendants,omitempty"`
+}
+
+// CancelledDescendant is one execution descendant a Cancel reached: the
+// Cancel saved on it (derived from the ancestor's) and that Cancel's
+// status, or status "cancelling" when its own cancellation was in effect.
+type CancelledDescendant struct {
+	ExecutionID ids.ExecutionID `json:"execution_id"`
+	ParentID    ids.ExecutionID `json:"parent_id"`
+	Depth       int             `json:"depth"`
+	CommandID   ids.CommandID   `json:"command_id,omitempty"`
+	Status      string          `json:"status"`
 }
 
 // Controller is the command service: it saves a command (idempotent by
@@ -137,6 +151,9 @@ type api struct {
 	svc *actionflow.Service
 	log *slog.Logger
 	mux *http.ServeMux
+
+	// models is the model request ledger of svc (agents' reports, reads).
+	models *modelreq.Ledger
 }
 
 // New builds the API handler.
@@ -175,7 +192,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		cfg.UI = sub
 	}
-	h := &api{cfg: cfg, svc: cfg.Service, log: cfg.Logger, mux: http.NewServeMux()}
+	h := &api{cfg: cfg, svc: cfg.Service, models: modelreq.ForFlow(cfg.Service), log: cfg.Logger, mux: http.NewServeMux()}
 	h.routes()
 	return h, nil
 }

@@ -210,7 +210,7 @@ func TestExecutionControlsAndCommands(t *testing.T) {
 	}
 	ev := execution()
 	has := func(cs []string, c string) bool { return strings.Contains(","+strings.Join(cs, ",")+",", ","+c+",") }
-	if ev.Execution.ExecutionID != v.ExecutionID || ev.Checkpoint.Recorded != 1 || !has(ev.Controls, "pause") || has(ev.Controls, "continue") {
+	if ev.Execution.ExecutionID != v.ExecutionID || ev.Checkpoint.Recorded != 1 || !has(ev.Controls, "pause") || !has(ev.Controls, "end") || has(ev.Controls, "continue") {
 		t.Fatalf("running execution %+v", ev)
 	}
 	path := "/v1/executions/" + string(v.ExecutionID) + "/commands"
@@ -235,7 +235,7 @@ func TestExecutionControlsAndCommands(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !has(ev.Controls, "continue") || has(ev.Controls, "pause") {
+	if !has(ev.Controls, "continue") || !has(ev.Controls, "end") || has(ev.Controls, "pause") {
 		t.Fatalf("paused execution advertises %v", ev.Controls)
 	}
 	// The version the pause was sent against is stale now: a non-cancel

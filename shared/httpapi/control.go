@@ -25,13 +25,19 @@ var (
 // Command saves (and, when it can, applies) a command. A stale
 // expected_version is a 409 "stale_version" with the current version; a
 // control the execution does not support now is a 409
-// "control_unavailable" with its status and the reason.
+// "control_unavailable" with its status and the reason; a Fork or Retry
+// from a saved point the execution does not have is a 409
+// "saved_point_unavailable" with its current checkpoint version.
 func (c ControlService) Command(ctx context.Context, req CommandRequest) (CommandResult, error) {
 	rec, err := c.Service.Submit(ctx, req.ExecutionID, control.Command{ID: req.CommandID, Type: control.Control(req.Type),
 		ExpectedVersion: req.ExpectedVersion, Payload: req.Payload}, req.Principal)
 	var stale *control.StaleVersionError
 	var unsupported *control.UnsupportedError
+	var point *actionflow.SavedPointError
 	switch {
+	case errors.As(err, &point):
+		return CommandResult{}, &actionflow.ConflictError{Code: "saved_point_unavailable", Msg: point.Error(),
+			Current: map[string]any{"execution_id": point.ExecutionID, "requested": point.Requested, "checkpoint_version": point.Current}}
 	case errors.As(err, &stale):
 		return CommandResult{}, &actionflow.ConflictError{Code: "stale_version", Msg: stale.Error(),
 			Current: map[string]any{"execution_id": stale.ExecutionID, "execution_version": stale.Actual}}
@@ -43,6 +49,10 @@ func (c ControlService) Command(ctx context.Context, req CommandRequest) (Comman
 	}
 	out := CommandResult{CommandID: rec.CommandID, ExecutionID: rec.ExecutionID, Type: string(rec.Type), Status: string(rec.Status),
 		Reason: rec.Reason, ExecutionVersion: rec.ResultVersion, ChildExecutionID: rec.Child}
+	for _, d := range rec.Descendants {
+		out.Descendants = append(out.Descendants, CancelledDescendant{ExecutionID: d.ExecutionID, ParentID: d.ParentID, Depth: d.Depth,
+			CommandID: d.CommandID, Status: d.Status})
+	}
 	if out.ExecutionVersion == 0 {
 		// Accepted, not applied yet: the version the command was saved against.
 		out.ExecutionVersion = rec.ExpectedVersion

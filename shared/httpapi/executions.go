@@ -76,6 +76,18 @@ func (h *api) getExecution(w http.ResponseWriter, r *http.Request, c *call) erro
 	if !ck.UpdatedAt.IsZero() {
 		v.Checkpoint.UpdatedAt = &ck.UpdatedAt
 	}
+	points, truncated, err := h.svc.SavedPoints(r.Context(), e)
+	if err != nil {
+		return err
+	}
+	v.SavedPointsTruncated = truncated
+	v.SavedPoints = make([]SavedPointView, 0, len(points))
+	for _, p := range points {
+		v.SavedPoints = append(v.SavedPoints, SavedPointView{Version: p.Version, LastActionID: p.LastActionID, At: p.At})
+	}
+	if v.ModelRequests, err = h.models.ListExecution(r.Context(), e.ExecutionID); err != nil {
+		return err
+	}
 	if h.cfg.Control != nil {
 		controls, err := h.cfg.Control.Controls(r.Context(), e)
 		if err != nil {
@@ -99,6 +111,9 @@ func (h *api) activity(w http.ResponseWriter, r *http.Request, c *call) error {
 		if facts, err = h.cfg.Facts.Facts(r.Context(), c.t.Session, recs); err != nil {
 			return err
 		}
+	}
+	if facts, err = h.addModelFacts(r, c.t.Session, facts); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, activity.Build(activity.FromRecords(c.t.Session, h.cfg.Clock(), recs, facts)))
 	return nil

@@ -45,6 +45,8 @@ func (h *api) table() []route {
 		{"POST /v1/executions/{execution_id}/commands", auth.CapCommand, h.executionScope, h.command},
 		{"POST /v1/executions/{execution_id}/end", auth.CapEnd, h.executionScope, h.end},
 		{"GET /v1/executions/{execution_id}", auth.CapRead, h.executionScope, h.getExecution},
+		{"POST /v1/executions/{execution_id}/model-requests", auth.CapSubmit, h.executionScope, h.startModelRequest},
+		{"POST /v1/executions/{execution_id}/model-requests/{request_id}/completion", auth.CapSubmit, h.executionScope, h.completeModelRequest},
 		{"GET /v1/sessions/{session_id}/activity", auth.CapRead, pathSession, h.activity},
 		{"GET /v1/sessions/{session_id}/events", auth.CapRead, pathSession, h.events},
 		{"GET /v1/tools", auth.CapRead, querySession(true), h.tools},

@@ -164,6 +164,7 @@ type stack struct {
 	bus    *eventbus.Bus
 	spec   *openAPI
 	client *http.Client
+	es     *embedded.Stack
 }
 
 func newStack(t testing.TB, opts ...func(*httpapi.Config)) *stack {
@@ -225,7 +226,7 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 		sq.Close()
 	})
 	return &stack{t: t, url: srv.URL, svc: es.Service, st: st, issuer: issuer, exec: exec, bus: es.Bus,
-		spec: loadOpenAPI(t), client: srv.Client()}
+		spec: loadOpenAPI(t), client: srv.Client(), es: es}
 }
 
 // waiting blocks until the engine has recorded that each action's

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/policystore"
 )
 
 // PolicyBody is the body of PUT /v1/sessions/{session_id}/policy.
@@ -17,6 +18,11 @@ type PolicyBody struct {
 	// RestartWindowSeconds: -1 unlimited, 0 disabled, > 0 seconds; absent:
 	// the session sets none and the service's default applies.
 	RestartWindowSeconds *int64 `json:"restart_window_seconds,omitempty"`
+	// IterationLimit: the limit of executions that start without one (0:
+	// none, 1..1000); absent: the service's default.
+	IterationLimit *int `json:"iteration_limit,omitempty"`
+	// IdleTimeoutSeconds: 0 off, 60..2592000; absent: the service's default.
+	IdleTimeoutSeconds *int64 `json:"idle_timeout_seconds,omitempty"`
 }
 
 func (h *api) getPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -40,14 +46,18 @@ func (h *api) putPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
 	if len(b.Policy) == 0 || string(b.Policy) == "null" {
 		return badRequest("missing_field", "policy", "policy is required (a JSON object)")
 	}
-	// No restart_window_seconds: the session sets none, and the service's
-	// default (lifecycle serve --restart-window) applies to it.
-	d, err := h.cfg.Policies.Put(r.Context(), c.t.Session, *b.ExpectedVersion, b.Policy, b.RestartWindowSeconds, c.p)
+	// An absent setting (restart_window_seconds, iteration_limit,
+	// idle_timeout_seconds): the session sets none, and the service's
+	// default (lifecycle serve --restart-window, ...) applies to it.
+	d, err := h.cfg.Policies.Put(r.Context(), c.t.Session, *b.ExpectedVersion, b.Policy,
+		policystore.Settings{RestartWindowSeconds: b.RestartWindowSeconds, IterationLimit: b.IterationLimit, IdleTimeoutSeconds: b.IdleTimeoutSeconds}, c.p)
 	if err != nil {
 		return err
 	}
 	if _, err := h.svc.AppendEvent(r.Context(), actionflow.Event{Type: "policy.updated", SessionID: c.t.Session},
-		map[string]any{"version": d.Version, "restart_window_seconds": d.RestartWindowSeconds, "restart_window_source": d.RestartWindowSource, "by": c.p}); err != nil {
+		map[string]any{"version": d.Version, "restart_window_seconds": d.RestartWindowSeconds, "restart_window_source": d.RestartWindowSource,
+			"iteration_limit": d.IterationLimit, "iteration_limit_source": d.IterationLimitSource,
+			"idle_timeout_seconds": d.IdleTimeoutSeconds, "idle_timeout_source": d.IdleTimeoutSource, "by": c.p}); err != nil {
 		// The policy is saved; only its notification is missing.
 		h.log.WarnContext(r.Context(), "api: policy saved, event not appended", "session_id", c.t.Session, "error", err)
 	}

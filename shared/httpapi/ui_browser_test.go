@@ -301,7 +301,7 @@ func TestUI(t *testing.T) {
 		// click it where it stays.
 		p.click(`.section[data-section="in_progress"] ` + strings.TrimPrefix(branchOf(v.ExecutionID), "#activity "))
 		p.wait(execRow(v.ExecutionID) + ` .action[data-action-id="` + string(v.ActionID) + `"][data-label="Succeeded"] .badge[data-kind="outcome"][data-value="succeeded"]`)
-		if got := p.text("#details .details-head"); !strings.Contains(got, "1 execution") || !strings.Contains(got, "Branch") {
+		if got := p.text("#details .details-head"); !strings.Contains(got, "1 execution") || !strings.Contains(got, `risky: command="deploy --prod"`) {
 			p.fail("the details heading reads %q", got)
 		}
 

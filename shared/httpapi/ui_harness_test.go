@@ -57,6 +57,12 @@ type uiStack struct {
 	// noResponseRecord: executions whose model response record is
 	// missing (what the model loop would report through FactSource).
 	noResponseRecord sync.Map
+	// dropSuffix: the next POST whose path ends with it is served, then
+	// its answer breaks off (as dropDecision; the status goes to dropped).
+	dropSuffix atomic.Pointer[string]
+	// holdEvents: while set, a request for the event stream waits until
+	// the channel closes (no event reaches a page that reconnects).
+	holdEvents atomic.Pointer[chan struct{}]
 }
 
 // Facts are the command service's (pending commands) and the missing
@@ -131,6 +137,17 @@ func newIssuer(t *testing.T) *auth.Issuer {
 
 func (s *uiStack) faults(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hold := s.holdEvents.Load(); hold != nil && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/events") {
+			select {
+			case <-*hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if p := s.dropSuffix.Load(); p != nil && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, *p) && s.dropSuffix.CompareAndSwap(p, nil) {
+			s.dropped <- breakOff(h, w, r)
+			panic(http.ErrAbortHandler)
+		}
 		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/approvals/") && s.dropDecision.CompareAndSwap(true, false) {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r) // the server decides...

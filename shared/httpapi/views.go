@@ -7,6 +7,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/modelreq"
 )
 
 // ActionView is an action as clients see it: its intent, three states,
@@ -143,7 +144,23 @@ func taskView(t actionflow.Task) TaskView {
 type ExecutionView struct {
 	Execution  actionflow.Execution `json:"execution"`
 	Checkpoint CheckpointView       `json:"checkpoint"`
-	Controls   []string             `json:"controls"`
+	// SavedPoints are the positions a Fork or Retry may start from: 0
+	// (the start) and every checkpoint version kept, oldest first (the
+	// newest actionflow.MaxListedSavedPoints).
+	SavedPoints []SavedPointView `json:"saved_points"`
+	// SavedPointsTruncated: older saved points exist than those listed.
+	SavedPointsTruncated bool     `json:"saved_points_truncated,omitempty"`
+	Controls             []string `json:"controls"`
+	// ModelRequests are the execution's model requests, oldest first.
+	ModelRequests []modelreq.Record `json:"model_requests"`
+}
+
+// SavedPointView is one saved point: a checkpoint version, the last
+// action folded into it and when it was written.
+type SavedPointView struct {
+	Version      int64        `json:"version"`
+	LastActionID ids.ActionID `json:"last_action_id,omitempty"`
+	At           time.Time    `json:"at"`
 }
 
 // CheckpointView summarizes an execution's continuation cursor.

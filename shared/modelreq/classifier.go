@@ -22,7 +22,7 @@ var _ permission.Classifier = Classifier{}
 func (c Classifier) Review(ctx context.Context, in permission.ReviewInput) (permission.Verdict, error) {
 	var v permission.Verdict
 	_, err := c.Ledger.Do(ctx, Record{SessionID: in.Trusted.SessionID, Provider: c.Provider, Model: c.Model,
-		Purpose: "permission_review:" + string(in.ActionID)},
+		Purpose: PurposeReviewer, ActionID: in.ActionID},
 		func(ctx context.Context) error {
 			var err error
 			v, err = c.Inner.Review(ctx, in)

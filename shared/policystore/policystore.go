@@ -46,16 +46,64 @@ type Document struct {
 	RestartWindowSeconds int64 `json:"restart_window_seconds"`
 	// RestartWindowSource says whose window it is: "session" (set with the
 	// policy) or "default" (the session set none).
-	RestartWindowSource string                `json:"restart_window_source"`
-	UpdatedAt           *time.Time            `json:"updated_at,omitempty"`
-	UpdatedBy           *actionflow.Principal `json:"updated_by,omitempty"`
+	RestartWindowSource string `json:"restart_window_source"`
+	// IterationLimit is the iteration limit of the session's executions
+	// that start without one of their own (0: none); the submission's own
+	// limit wins. An execution keeps the limit it started with: a later
+	// change applies to executions started after it.
+	IterationLimit int `json:"iteration_limit"`
+	// IterationLimitSource: "session" (set with the policy) or "default"
+	// (the session set none; the service's default applies).
+	IterationLimitSource string `json:"iteration_limit_source"`
+	// IdleTimeoutSeconds (0: off, else MinIdleTimeoutSeconds..
+	// MaxIdleTimeoutSeconds) ends a running execution of the session that
+	// was idle that long as failed with reason abandoned (package
+	// recovery). Fixed when the execution starts, like the iteration limit.
+	IdleTimeoutSeconds int64 `json:"idle_timeout_seconds"`
+	// IdleTimeoutSource: "session" or "default", as IterationLimitSource.
+	IdleTimeoutSource string                `json:"idle_timeout_source"`
+	UpdatedAt         *time.Time            `json:"updated_at,omitempty"`
+	UpdatedBy         *actionflow.Principal `json:"updated_by,omitempty"`
 }
 
-// Sources of a document's restart window.
+// Sources of a document's restart window (and of its other settings).
 const (
 	WindowFromSession = "session"
 	WindowFromDefault = "default"
 )
+
+// Bounds of a session's idle timeout. A minute is the shortest: an agent
+// thinking between tool calls (a long model request) is not a vanished
+// client, and the sweeper runs about once a minute anyway.
+const (
+	MinIdleTimeoutSeconds int64 = 60
+	MaxIdleTimeoutSeconds int64 = 30 * 24 * 3600
+)
+
+// Settings are the execution settings a PUT sets beside the permission
+// document. A nil field is "the session sets none": the service's default
+// applies and the document says so (source "default").
+type Settings struct {
+	// RestartWindowSeconds: -1 unlimited, 0 disabled, > 0 seconds.
+	RestartWindowSeconds *int64
+	// IterationLimit: 0 no limit, 1..actionflow.MaxIterationLimit.
+	IterationLimit *int
+	// IdleTimeoutSeconds: 0 off, MinIdleTimeoutSeconds..MaxIdleTimeoutSeconds.
+	IdleTimeoutSeconds *int64
+}
+
+func (st Settings) validate() error {
+	if w := st.RestartWindowSeconds; w != nil && *w < RestartUnlimited {
+		return &actionflow.ValidationError{Field: "restart_window_seconds", Msg: fmt.Sprintf("%d: use -1 (unlimited), 0 (disabled) or a positive number of seconds", *w)}
+	}
+	if l := st.IterationLimit; l != nil && (*l < 0 || *l > actionflow.MaxIterationLimit) {
+		return &actionflow.ValidationError{Field: "iteration_limit", Msg: fmt.Sprintf("%d: use 1..%d, or 0 for no limit (omit it for the service's default)", *l, actionflow.MaxIterationLimit)}
+	}
+	if t := st.IdleTimeoutSeconds; t != nil && *t != 0 && (*t < MinIdleTimeoutSeconds || *t > MaxIdleTimeoutSeconds) {
+		return &actionflow.ValidationError{Field: "idle_timeout_seconds", Msg: fmt.Sprintf("%d: use 0 (off) or %d..%d seconds (omit it for the service's default)", *t, MinIdleTimeoutSeconds, MaxIdleTimeoutSeconds)}
+	}
+	return nil
+}
 
 // RestartWindow is the window as a duration; ok is false when unlimited.
 func (d Document) RestartWindow() (window time.Duration, limited bool) {
@@ -77,7 +125,11 @@ type Store struct {
 	def      json.RawMessage
 	// window is the restart window shown for sessions that set none.
 	window int64
-	now    func() time.Time
+	// iterations and idle are the iteration limit and idle timeout of
+	// sessions that set none (default 0: none, off).
+	iterations int
+	idle       int64
+	now        func() time.Time
 }
 
 // Option configures a Store.
@@ -91,6 +143,14 @@ func WithDefault(doc json.RawMessage) Option { return func(s *Store) { s.def = d
 // Get reports for sessions that set none: the service's default, which
 // restart recovery applies to them (default -1, unlimited).
 func WithRestartDefault(seconds int64) Option { return func(s *Store) { s.window = seconds } }
+
+// WithExecutionDefaults sets the iteration limit (0: none) and idle
+// timeout (seconds, 0: off) of sessions that set none: the service's
+// defaults, which Get reports with source "default" and ExecutionDefaults
+// gives executions that start.
+func WithExecutionDefaults(iterationLimit int, idleTimeoutSeconds int64) Option {
+	return func(s *Store) { s.iterations, s.idle = iterationLimit, idleTimeoutSeconds }
+}
 
 // New returns a Store over st. validate may be nil until the permission
 // engine is wired: the document must then only be a JSON object.
@@ -112,10 +172,34 @@ func Key(session ids.SessionID) store.Key {
 // (WithRestartDefault) with source "default".
 func (s *Store) Get(ctx context.Context, session ids.SessionID) (Document, error) {
 	d, err := s.stored(ctx, session)
-	if err == nil && d.RestartWindowSource == WindowFromDefault {
-		d.RestartWindowSeconds = s.window
+	if err == nil {
+		s.applyDefaults(&d)
 	}
 	return d, err
+}
+
+// applyDefaults fills in the service's defaults where the session set none.
+func (s *Store) applyDefaults(d *Document) {
+	if d.RestartWindowSource == WindowFromDefault {
+		d.RestartWindowSeconds = s.window
+	}
+	if d.IterationLimitSource == WindowFromDefault {
+		d.IterationLimit = s.iterations
+	}
+	if d.IdleTimeoutSource == WindowFromDefault {
+		d.IdleTimeoutSeconds = s.idle
+	}
+}
+
+// ExecutionDefaults is what an execution of the session that starts now
+// runs under (actionflow.Config.Defaults): the session's iteration limit
+// and idle timeout, or the service's defaults where it set none.
+func (s *Store) ExecutionDefaults(ctx context.Context, session ids.SessionID) (actionflow.ExecutionDefaults, error) {
+	d, err := s.Get(ctx, session)
+	if err != nil {
+		return actionflow.ExecutionDefaults{}, err
+	}
+	return actionflow.ExecutionDefaults{IterationLimit: d.IterationLimit, IdleTimeoutSeconds: d.IdleTimeoutSeconds}, nil
 }
 
 // SessionRestartWindow is the restart window the session set itself
@@ -133,7 +217,8 @@ func (s *Store) SessionRestartWindow(ctx context.Context, session ids.SessionID)
 func (s *Store) stored(ctx context.Context, session ids.SessionID) (Document, error) {
 	it, err := s.st.Get(ctx, Key(session))
 	if errors.Is(err, store.ErrNotFound) {
-		return Document{SessionID: session, Policy: s.def, RestartWindowSeconds: RestartUnlimited, RestartWindowSource: WindowFromDefault}, nil
+		return Document{SessionID: session, Policy: s.def, RestartWindowSeconds: RestartUnlimited, RestartWindowSource: WindowFromDefault,
+			IterationLimitSource: WindowFromDefault, IdleTimeoutSource: WindowFromDefault}, nil
 	}
 	if err != nil {
 		return Document{}, fmt.Errorf("get policy of %s: %w", session, err)
@@ -152,27 +237,43 @@ func (s *Store) stored(ctx context.Context, session ids.SessionID) (Document, er
 			d.RestartWindowSource = WindowFromDefault
 		}
 	}
+	// Written before these settings existed: none set.
+	if d.IterationLimitSource == "" {
+		d.IterationLimitSource = WindowFromDefault
+	}
+	if d.IdleTimeoutSource == "" {
+		d.IdleTimeoutSource = WindowFromDefault
+	}
 	return d, nil
 }
 
 // Put replaces the policy at version expected (0: never written) with
-// policy and restart window (nil: the session sets none and the service's
-// default applies), returning the new document (version expected+1). A stale expected is a *actionflow.ConflictError whose
-// Current is the stored document; an invalid document is a
-// *actionflow.ValidationError and nothing is written.
-func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, restartWindowSeconds *int64, by actionflow.Principal) (Document, error) {
+// policy and settings (a nil setting: the session sets none and the
+// service's default applies), returning the new document (version
+// expected+1). A stale expected is a *actionflow.ConflictError whose
+// Current is the stored document; an invalid document or setting is a
+// *actionflow.ValidationError naming the field, and nothing is written.
+func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, settings Settings, by actionflow.Principal) (Document, error) {
 	if err := ids.Validate("session_id", string(session)); err != nil {
 		return Document{}, &actionflow.ValidationError{Field: "session_id", Msg: err.Error()}
 	}
 	if expected < 0 {
 		return Document{}, &actionflow.ValidationError{Field: "expected_version", Msg: "must be 0 (first write) or the current version"}
 	}
-	window, source := RestartUnlimited, WindowFromDefault
-	if restartWindowSeconds != nil {
-		window, source = *restartWindowSeconds, WindowFromSession
+	if err := settings.validate(); err != nil {
+		return Document{}, err
 	}
-	if window < RestartUnlimited {
-		return Document{}, &actionflow.ValidationError{Field: "restart_window_seconds", Msg: fmt.Sprintf("%d: use -1 (unlimited), 0 (disabled) or a positive number of seconds", window)}
+	window, source := RestartUnlimited, WindowFromDefault
+	if settings.RestartWindowSeconds != nil {
+		window, source = *settings.RestartWindowSeconds, WindowFromSession
+	}
+	limit, limitSource := 0, WindowFromDefault
+	if settings.IterationLimit != nil {
+		limit, limitSource = *settings.IterationLimit, WindowFromSession
+	}
+	idle, idleSource := int64(0), WindowFromDefault
+	if settings.IdleTimeoutSeconds != nil {
+		idle, idleSource = *settings.IdleTimeoutSeconds, WindowFromSession
 	}
 	policy = bytes.TrimSpace(policy)
 	if len(policy) == 0 || policy[0] != '{' || !json.Valid(policy) {
@@ -206,7 +307,8 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 	}
 	now := s.now().UTC()
 	d := Document{SessionID: session, Version: expected + 1, Policy: policy, PolicyVersion: label, RestartWindowSeconds: window,
-		RestartWindowSource: source, UpdatedAt: &now, UpdatedBy: &by}
+		RestartWindowSource: source, IterationLimit: limit, IterationLimitSource: limitSource,
+		IdleTimeoutSeconds: idle, IdleTimeoutSource: idleSource, UpdatedAt: &now, UpdatedBy: &by}
 	body, err := json.Marshal(d)
 	if err != nil {
 		return Document{}, fmt.Errorf("encode policy of %s: %w", session, err)
@@ -225,9 +327,7 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 	if err != nil {
 		return Document{}, fmt.Errorf("put policy of %s: %w", session, err)
 	}
-	if source == WindowFromDefault {
-		d.RestartWindowSeconds = s.window
-	}
+	s.applyDefaults(&d)
 	return d, nil
 }
 

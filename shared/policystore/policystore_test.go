@@ -63,7 +63,7 @@ func TestPutGetVersions(t *testing.T) {
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			w := s.window
-			_, err := ps.Put(ctx, "ses_1", s.expected, json.RawMessage(s.policy), &w, human)
+			_, err := ps.Put(ctx, "ses_1", s.expected, json.RawMessage(s.policy), policystore.Settings{RestartWindowSeconds: &w}, human)
 			switch want := s.wantErr.(type) {
 			case nil:
 				if err != nil {
@@ -105,7 +105,7 @@ func TestParsedNilWhenNeverWritten(t *testing.T) {
 	if p, err := parsed.Policy(ctx, "ses_1"); p != nil || err != nil {
 		t.Fatalf("never written: %v %v", p, err)
 	}
-	if _, err := ps.Put(ctx, "ses_1", 0, json.RawMessage(`{"version":"v1"}`), nil, actionflow.Principal{Subject: "h", Role: "human"}); err != nil {
+	if _, err := ps.Put(ctx, "ses_1", 0, json.RawMessage(`{"version":"v1"}`), policystore.Settings{}, actionflow.Principal{Subject: "h", Role: "human"}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := parsed.Policy(ctx, "ses_1"); err != nil || p == nil || *p != `{"version":"v1"}` {
@@ -154,7 +154,7 @@ func TestRestartWindowSource(t *testing.T) {
 					t.Fatal(err)
 				}
 			case tc.name != "never written":
-				d, err := ps.Put(ctx, session, 0, json.RawMessage(`{}`), tc.window, human)
+				d, err := ps.Put(ctx, session, 0, json.RawMessage(`{}`), policystore.Settings{RestartWindowSeconds: tc.window}, human)
 				if err != nil || d.RestartWindowSeconds != tc.shown || d.RestartWindowSource != tc.source {
 					t.Fatalf("put: %+v %v", d, err)
 				}
@@ -166,6 +166,80 @@ func TestRestartWindowSource(t *testing.T) {
 			own, set, err := ps.SessionRestartWindow(ctx, session)
 			if err != nil || set != tc.ownIsSet || own != tc.own {
 				t.Fatalf("session window: %d %v %v", own, set, err)
+			}
+		})
+	}
+}
+
+// TestExecutionSettings: a session's iteration limit and idle timeout are
+// validated (a 400 naming the field, nothing written), shown with their
+// source, and given to executions that start (ExecutionDefaults); where
+// the session sets none the service's defaults apply.
+func TestExecutionSettings(t *testing.T) {
+	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ps := policystore.New(st, nil, policystore.WithExecutionDefaults(50, 0))
+	ctx := context.Background()
+	human := actionflow.Principal{Subject: "h", Role: "human"}
+	i := func(v int) *int { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name        string
+		legacy      string // a stored body written before these settings
+		settings    policystore.Settings
+		badField    string
+		limit       int
+		limitSource string
+		idle        int64
+		idleSource  string
+	}{
+		{"never written: the service's defaults", "", policystore.Settings{}, "", 50, "default", 0, "default"},
+		{"written before the settings existed", `{"session_id":"%s","policy":{},"restart_window_seconds":-1}`, policystore.Settings{}, "", 50, "default", 0, "default"},
+		{"none set", "", policystore.Settings{RestartWindowSeconds: i64(0)}, "", 50, "default", 0, "default"},
+		{"the session's own", "", policystore.Settings{IterationLimit: i(7), IdleTimeoutSeconds: i64(3600)}, "", 7, "session", 3600, "session"},
+		{"no limit and off, said by the session", "", policystore.Settings{IterationLimit: i(0), IdleTimeoutSeconds: i64(0)}, "", 0, "session", 0, "session"},
+		{"limit too high", "", policystore.Settings{IterationLimit: i(1001)}, "iteration_limit", 0, "", 0, ""},
+		{"negative limit", "", policystore.Settings{IterationLimit: i(-1)}, "iteration_limit", 0, "", 0, ""},
+		{"idle timeout under a minute", "", policystore.Settings{IdleTimeoutSeconds: i64(59)}, "idle_timeout_seconds", 0, "", 0, ""},
+		{"negative idle timeout", "", policystore.Settings{IdleTimeoutSeconds: i64(-1)}, "idle_timeout_seconds", 0, "", 0, ""},
+		{"idle timeout over 30 days", "", policystore.Settings{IdleTimeoutSeconds: i64(policystore.MaxIdleTimeoutSeconds + 1)}, "idle_timeout_seconds", 0, "", 0, ""},
+	}
+	for n, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			session := ids.SessionID(fmt.Sprintf("ses_%d", n))
+			switch {
+			case tc.legacy != "":
+				k := policystore.Key(session)
+				if err := st.PutOnce(ctx, store.Item{PK: k.PK, SK: k.SK, Version: 1, Body: []byte(fmt.Sprintf(tc.legacy, session))}); err != nil {
+					t.Fatal(err)
+				}
+			case n > 0:
+				_, err := ps.Put(ctx, session, 0, json.RawMessage(`{}`), tc.settings, human)
+				var ve *actionflow.ValidationError
+				if tc.badField != "" {
+					if !errors.As(err, &ve) || ve.Field != tc.badField {
+						t.Fatalf("want a validation error naming %s, got %v", tc.badField, err)
+					}
+					if d, _ := ps.Get(ctx, session); d.Version != 0 {
+						t.Fatalf("a refused policy was written: %+v", d)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := ps.Get(ctx, session)
+			if err != nil || d.IterationLimit != tc.limit || d.IterationLimitSource != tc.limitSource ||
+				d.IdleTimeoutSeconds != tc.idle || d.IdleTimeoutSource != tc.idleSource {
+				t.Fatalf("get: %+v %v", d, err)
+			}
+			def, err := ps.ExecutionDefaults(ctx, session)
+			if err != nil || def.IterationLimit != tc.limit || def.IdleTimeoutSeconds != tc.idle {
+				t.Fatalf("execution defaults: %+v %v", def, err)
 			}
 		})
 	}

@@ -36,6 +36,39 @@
 // execution blocked by an unresolved effect continues at the next sweep
 // once the effect is known, without a restart.
 //
+// # Idle timeout
+//
+// A sweep also ends executions whose client vanished (abandonIfIdle). An
+// execution is idle when all of these hold:
+//
+//   - it is running and has an idle timeout (idle_timeout_seconds, copied
+//     from its session policy when it started; 0: never idle). A paused
+//     execution (a person's pause, a fork waiting for Continue, restart
+//     recovery's pause), a cancelling one and an ended one are not;
+//   - no action of it is open: none deciding, waiting for an approval,
+//     dispatched, running or being recorded (an action in flight or a
+//     person's approval is not the client's idleness);
+//   - no outcome of it is unknown and waiting for a person's
+//     reconciliation, and no control command for it is saved and not yet
+//     applied;
+//   - nothing happened for the timeout: now minus IdleSince (the latest of
+//     the execution's start, its last_activity, its last write, and its
+//     checkpoint's last fold, i.e. the last tool result or reconciliation)
+//     is at least the timeout. A new action keeps it busy while it is open
+//     and moves the checkpoint when its result is recorded; a model
+//     request counts when it is recorded as the execution's last_activity.
+//
+// Then the sweeper sends an End command (failed, reason abandoned, by the
+// system principal, id "abandoned.v<execution version>") against the
+// version it judged. The command service decides the race: a Cancel saved
+// before it is applied first and the End rejected; any write to the
+// execution since (a command, a counted iteration, new activity) makes it
+// stale and nothing happens. Its application is End's: unstarted actions
+// closed, pending approvals cancelled, started actions left to finish and
+// record, execution.ended appended; later calls are refused with
+// execution_ended. A call submitted in the same instant as the end is
+// refused that way (it never half-runs).
+//
 // Triggers: the EventBridge schedule and Step Functions status-change
 // events (FAILED, TIMED_OUT, ABORTED → SweepAction of that action) in AWS
 // (functions/recover); Startup and a ticker (Run) in the embedded stack.
@@ -68,5 +101,6 @@
 //
 // What it must never do: dispatch, call an executor, declare an operation
 // that may have started not_started, turn a known result unknown, resume a
-// user or fork pause, or import AWS packages.
+// user or fork pause, end an execution over a Cancel or while something of
+// it waits on someone else, or import AWS packages.
 package recovery

@@ -12,7 +12,9 @@ import (
 // cancellations waiting for their last action's receipt, and every pause
 // owned by restart recovery that is not expired: decided again with the
 // start-up rules and command identities (resumed once unblocked, within
-// the deadline; expired after it; still blocked while unresolved).
+// the deadline; expired after it; still blocked while unresolved); and
+// running executions idle past their idle timeout, ended failed with
+// reason abandoned (abandonIfIdle).
 func (s *Sweeper) sweepExecutions(ctx context.Context, attempt ids.AttemptID) ([]ExecutionReport, error) {
 	var out []ExecutionReport
 	pending, err := s.cfg.Control.PendingExecutions(ctx)
@@ -42,6 +44,11 @@ func (s *Sweeper) sweepExecutions(ctx context.Context, attempt ids.AttemptID) ([
 				er.Did = "cancelled"
 			}
 			out = append(out, er)
+		case e.Status == actionflow.ExecRunning && e.IdleTimeoutSeconds > 0 && !done[e.ExecutionID]:
+			// A control saved for it this sweep was pending: not idle.
+			if er, acted := s.abandonIfIdle(ctx, e, open[e.ExecutionID]); acted {
+				out = append(out, er)
+			}
 		case e.Status == actionflow.ExecPaused && restartOwned(e):
 			// Every pause owned by restart recovery (blocked, or a shutdown
 			// pause no start-up decided) is decided again by the same rules

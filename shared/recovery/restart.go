@@ -32,7 +32,10 @@ type ExecutionReport struct {
 	ExecutionID ids.ExecutionID `json:"execution_id"`
 	// Did: "restart:resumed|expired|blocked", "shutdown", "commands",
 	// "cancelled", "owned" (a live attempt holds it), "kept" (nothing
-	// changed), "skipped" (not restart-owned).
+	// changed), "skipped" (not restart-owned); for the idle timeout
+	// "abandoned" (ended failed, reason abandoned), "abandon:accepted"
+	// (saved; the lease holder or the next sweep applies it),
+	// "abandon:rejected: <reason>", and "idle_check"/"idle_end" with Error.
 	Did   string `json:"did"`
 	Error string `json:"error,omitempty"`
 }

@@ -305,6 +305,46 @@ func TestSweepFinishesCommandsAndCancellations(t *testing.T) {
 	}
 }
 
+// A crash between an execution's end (End applied, the iteration limit's
+// admission write) and the closing of its unstarted actions leaves a
+// pending approval nobody may answer: the sweep closes it as the end would
+// have.
+func TestSweepClosesUnstartedActionsOfAnEndedExecution(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	a := f.submit(t, flowtest.ToolAsk)
+	f.drain(t)
+	if ap, err := f.p.Flow.GetApproval(ctx, a.ActionID); err != nil || ap.Status != actionflow.ApprovalPending {
+		t.Fatalf("approval: %+v %v", ap, err)
+	}
+	// The end was written; the process died before CloseUnstarted.
+	e, _ := f.p.Flow.GetExecution(ctx, a.ExecutionID)
+	e.Status, e.End = actionflow.ExecFailed, &actionflow.EndInfo{Status: actionflow.ExecFailed, Reason: "iteration_limit", By: "system"}
+	if err := f.p.Flow.SaveExecution(ctx, &e, e.Version, 0); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.sw.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.drain(t)
+	ap, _ := f.p.Flow.GetApproval(ctx, a.ActionID)
+	rc, err := f.p.Flow.GetReceipt(ctx, a.ActionID)
+	if ap.Status != actionflow.ApprovalCancelled || err != nil || rc.Outcome != lifecycle.OutcomeNotStarted {
+		t.Fatalf("approval %s, receipt %+v %v (sweep %+v)", ap.Status, rc, err, rep.Actions)
+	}
+	// A second sweep finds nothing more to do.
+	rep, err = f.sw.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ar := range rep.Actions {
+		if ar.ActionID == a.ActionID && ar.Did == recovery.ClosedEnded {
+			t.Fatalf("closed twice: %+v", ar)
+		}
+	}
+}
+
 func TestOnStatusChangeSweepsOnlyEndedMachines(t *testing.T) {
 	cases := []struct {
 		status string

@@ -30,7 +30,20 @@ type Config struct {
 	// continues automatically only if Compatible says so.
 	Revision   ids.RevisionID
 	Compatible func(ids.RevisionID) bool
-	Logger     *slog.Logger
+	// Run, if set, reports the execution's work recorded outside its own
+	// items (the model requests its agent reported), which the idle
+	// timeout counts as activity.
+	Run    RunActivity
+	Logger *slog.Logger
+}
+
+// RunActivity reports an execution's work that the lifecycle records
+// outside the execution's items: when it last happened and whether some
+// of it is still open (package modelreq implements it for the agent's
+// model requests). An open model request is the client at work, never
+// idleness.
+type RunActivity interface {
+	RunActivity(ctx context.Context, exec ids.ExecutionID) (last time.Time, open bool, err error)
 }
 
 // Sweeper is the recovery sweeper.
@@ -82,6 +95,10 @@ const (
 	// unknown (start_evidence_without_result), so its machine records and
 	// projects it. Never re-dispatched.
 	ClosedAbandoned Did = "closed_abandoned"
+	// ClosedEnded: an unstarted action of an execution that ended
+	// (completed, failed, cancelled) whose own closing was lost (a crash
+	// between the end and CloseUnstarted) was closed now, its wait failed.
+	ClosedEnded Did = "closed_ended"
 )
 
 // ActionReport is the sweeper's finding for one action.
@@ -273,6 +290,19 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 	case !errors.Is(err, store.ErrNotFound):
 		return rep, err
 	}
+	if a.Start == nil && a.Closed == nil {
+		// An execution that ended closes its unstarted actions in the same
+		// step (CloseUnstarted); a crash between the two leaves them open,
+		// a pending approval waiting for an answer nobody may give. Close
+		// them now, as the end would have.
+		if e, err := flow.GetExecution(ctx, a.ExecutionID); err == nil && ended(e.Status) {
+			if _, err := flow.CancelAction(ctx, id, "execution_ended"); err != nil {
+				return rep, err
+			}
+			rep.Did = ClosedEnded
+			return rep, nil
+		}
+	}
 	switch ms {
 	case MachineNone:
 		if a.Start == nil {
@@ -353,4 +383,10 @@ func orNone(s string) string {
 		return "missing"
 	}
 	return s
+}
+
+// ended: the execution admits no new work and will not close its actions
+// itself any more.
+func ended(st actionflow.ExecutionStatus) bool {
+	return st == actionflow.ExecCompleted || st == actionflow.ExecFailed || st == actionflow.ExecCancelled
 }

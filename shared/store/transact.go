@@ -13,6 +13,19 @@ type Write struct {
 	CAS *CASWrite
 	// Append adds an entry to a log stream as Append does.
 	Append *AppendWrite
+	// Check writes nothing: it holds only while the item's version equals
+	// Expected (a DynamoDB ConditionCheck). A child execution is created
+	// with a Check of its parent's version, so it cannot appear beside a
+	// parent that moved (to cancelling, say) since it was read.
+	Check *CheckWrite
+}
+
+// CheckWrite is a condition on an item a Transact does not write: the
+// item exists and its version is Expected (>= 1). On failure the part's
+// error is a *VersionConflictError (Actual 0 when the item is absent).
+type CheckWrite struct {
+	Key      Key
+	Expected int64
 }
 
 // CASWrite is a compare-and-swap inside a Transact (see CompareAndSwap).
@@ -49,6 +62,11 @@ func CASOf(it Item, expected, fence int64) Write {
 // AppendOf is a log append part.
 func AppendOf(stream string, body []byte) Write {
 	return Write{Append: &AppendWrite{Stream: stream, Body: body}}
+}
+
+// CheckOf is a condition part: key's version must be expected.
+func CheckOf(key Key, expected int64) Write {
+	return Write{Check: &CheckWrite{Key: key, Expected: expected}}
 }
 
 // MaxTransactWrites bounds one Transact (DynamoDB allows 100 items; the
@@ -116,8 +134,22 @@ func ValidateTransact(writes []Write) error {
 			}
 			streams[a.Stream] = true
 		}
+		if w.Check != nil && err == nil {
+			n++
+			c := w.Check
+			err = ValidateKey(c.Key)
+			if err == nil && c.Expected < 1 {
+				err = fmt.Errorf("%w: check of %s: expected version %d, must be >= 1", ErrInvalid, c.Key, c.Expected)
+			}
+			if err == nil && keys[c.Key] {
+				err = fmt.Errorf("%w: item %s is used twice", ErrInvalid, c.Key)
+			}
+			if err == nil {
+				keys[c.Key] = true
+			}
+		}
 		if n != 1 && err == nil {
-			err = fmt.Errorf("%w: a part sets %d of PutOnce, CAS and Append, not one", ErrInvalid, n)
+			err = fmt.Errorf("%w: a part sets %d of PutOnce, CAS, Append and Check, not one", ErrInvalid, n)
 		}
 		if err != nil {
 			return fmt.Errorf("transaction part %d: %w", i, err)

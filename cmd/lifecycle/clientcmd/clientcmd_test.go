@@ -112,7 +112,7 @@ func TestClientCommands(t *testing.T) {
 	api := []string{"--api", srv.URL, "--token", human}
 
 	// submit --json, then show: the session comes from the token.
-	out, err = run(t, append(api, "submit", "--tool", "Bash", "--args", `{"command":"make deploy"}`, "--json")...)
+	out, err = run(t, append(api, "submit", "--tool", "Bash", "--args", `{"command":"make deploy"}`, "--title", "Deploy to production", "--json")...)
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -150,7 +150,7 @@ func TestClientCommands(t *testing.T) {
 	}
 
 	out, err = run(t, append(api, "activity")...)
-	if err != nil || !strings.Contains(out, "In progress (1)") {
+	if err != nil || !strings.Contains(out, "In progress (1)") || !strings.Contains(out, "Deploy to production · Running") {
 		t.Fatalf("activity: %v\n%s", err, out)
 	}
 	policy := filepath.Join(dir, "policy.json")
@@ -162,6 +162,17 @@ func TestClientCommands(t *testing.T) {
 	out, err = run(t, append(api, "policy", "--json")...)
 	if err != nil || !strings.Contains(out, `"restart_window_seconds": 3600`) {
 		t.Fatalf("policy: %v\n%s", err, out)
+	}
+	out, err = run(t, append(api, "policy", "--set", policy, "--restart-window", "3600", "--iteration-limit", "40", "--idle-timeout", "7200")...)
+	if err != nil || !strings.Contains(out, "version 2 saved") {
+		t.Fatalf("policy set with execution settings: %v\n%s", err, out)
+	}
+	out, err = run(t, append(api, "policy")...)
+	if err != nil || !strings.Contains(out, "iteration limit 40 (session), idle timeout 7200s (session)") {
+		t.Fatalf("policy: %v\n%s", err, out)
+	}
+	if out, err = run(t, append(api, "policy", "--set", policy, "--idle-timeout", "5")...); err == nil || !strings.Contains(err.Error()+out, "idle_timeout_seconds") {
+		t.Fatalf("an idle timeout of 5 s: %v\n%s", err, out)
 	}
 	// An agent token cannot approve: the API refuses, the CLI reports it.
 	agent, _ := iss.Issue("agent", "ses_cli", time.Hour)

@@ -90,7 +90,7 @@ terminal it is refused. The state directory is the one serve uses for the same w
 }
 
 func submitCmd(o *options) *cobra.Command {
-	var tool, args, callID, execution, key string
+	var tool, args, callID, execution, key, title string
 	var interactive bool
 	var wait time.Duration
 	cmd := &cobra.Command{
@@ -110,7 +110,7 @@ func submitCmd(o *options) *cobra.Command {
 				key = callID
 			}
 			body := httpapi.SubmitBody{Tool: tool, Arguments: json.RawMessage(args), ToolCallID: ids.ToolCallID(callID),
-				ExecutionID: ids.ExecutionID(execution), Interactive: &interactive}
+				ExecutionID: ids.ExecutionID(execution), Interactive: &interactive, Title: title}
 			v, _, err := c.Submit(cmd.Context(), apiclient.SubmitRequest{SessionID: session, IdempotencyKey: key, Body: body})
 			if err != nil {
 				return err
@@ -129,6 +129,7 @@ func submitCmd(o *options) *cobra.Command {
 	f.StringVar(&callID, "tool-call-id", "", "the model's tool call id (default: a new one)")
 	f.StringVar(&execution, "execution", "", "continue this execution (default: a new one)")
 	f.StringVar(&key, "idempotency-key", "", "idempotency key (default: the tool call id)")
+	f.StringVar(&title, "title", "", "a short title of the execution this call starts (its Activity heading; at most 120 characters)")
 	f.BoolVar(&interactive, "interactive", true, "an owner can answer approvals")
 	f.DurationVar(&wait, "wait", 0, "wait up to this long for the outcome")
 	cmd.MarkFlagRequired("tool")
@@ -333,7 +334,7 @@ func commandCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "command EXECUTION_ID",
 		Short:   "Send a control command: pause, continue, step, steer, cancel, fork, retry",
-		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'",
+		Example: "  lifecycle command exe_01... --type pause\n  lifecycle command exe_01... --type steer --payload '{\"text\":\"use the staging bucket\"}'\n  lifecycle command exe_01... --type fork --payload '{\"checkpoint_version\":2}'",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, id, body, err := o.commandBody(cmd.Context(), args[0], commandID, expected)
@@ -394,6 +395,9 @@ func (o *options) printCommand(res httpapi.CommandResult) error {
 			fprintf(w, "; child execution %s", res.ChildExecutionID)
 		}
 		fmt.Fprintln(w)
+		for _, d := range res.Descendants {
+			fprintf(w, "  descendant %s (child of %s): cancel %s\n", d.ExecutionID, d.ParentID, d.Status)
+		}
 	})
 }
 
@@ -497,7 +501,8 @@ func tailCmd(o *options) *cobra.Command {
 
 func policyCmd(o *options) *cobra.Command {
 	var file string
-	var expected, window int64
+	var expected, window, idle int64
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Show the session's policy, or replace it with --set FILE",
@@ -513,7 +518,8 @@ func policyCmd(o *options) *cobra.Command {
 					return err
 				}
 				return o.print(d, func(w io.Writer) {
-					fprintf(w, "version %d, restart window %ds\n%s\n", d.Version, d.RestartWindowSeconds, d.Policy)
+					fprintf(w, "version %d, restart window %ds (%s), iteration limit %d (%s), idle timeout %ds (%s)\n%s\n", d.Version,
+						d.RestartWindowSeconds, d.RestartWindowSource, d.IterationLimit, d.IterationLimitSource, d.IdleTimeoutSeconds, d.IdleTimeoutSource, d.Policy)
 				})
 			}
 			doc, err := os.ReadFile(file)
@@ -528,6 +534,13 @@ func policyCmd(o *options) *cobra.Command {
 				expected = cur.Version
 			}
 			body := httpapi.PolicyBody{ExpectedVersion: &expected, Policy: json.RawMessage(doc), RestartWindowSeconds: &window}
+			// Sent only when given: absent, the service's default applies.
+			if cmd.Flags().Changed("iteration-limit") {
+				body.IterationLimit = &limit
+			}
+			if cmd.Flags().Changed("idle-timeout") {
+				body.IdleTimeoutSeconds = &idle
+			}
 			d, err := c.PutPolicy(cmd.Context(), session, body)
 			if err != nil {
 				return err
@@ -539,6 +552,8 @@ func policyCmd(o *options) *cobra.Command {
 	f.StringVar(&file, "set", "", "replace the policy with this JSON document")
 	f.Int64Var(&expected, "expected-version", -1, "the version being replaced (default: the current one)")
 	f.Int64Var(&window, "restart-window", -1, "restart window in seconds: -1 unlimited, 0 disabled")
+	f.IntVar(&limit, "iteration-limit", 0, "iteration limit of executions that start without one: 0 none, 1..1000 (default: the service's)")
+	f.Int64Var(&idle, "idle-timeout", 0, "seconds after which an idle running execution ends failed (abandoned): 0 off, 60..2592000 (default: the service's)")
 	return o.setup(cmd, true)
 }
 

@@ -21,6 +21,8 @@ import (
 	"github.com/openprogram/lifecycle/shared/httpapi/apigw"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/modelreq"
+	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
@@ -128,6 +130,26 @@ func TestGatewayEvents(t *testing.T) {
 				ev.RequestContext.Authorizer = nil
 				ev.Headers["role"], ev.Headers["sid"], ev.Headers["sub"] = "admin", "ses_demo", "x"
 			}},
+		{name: "the agent reports a model request started", event: "start-model-request.json", status: 201, edit: atSubmitted, check: func(t *testing.T, body string) {
+			var m modelreq.Record
+			json.Unmarshal([]byte(body), &m)
+			if m.RequestID != "req_demo_1" || m.Status != modelreq.Open || m.ExecutionID != submitted.ExecutionID || m.SessionID != "ses_demo" {
+				t.Fatalf("started %s", body)
+			}
+		}},
+		{name: "the same report again is the stored record", event: "start-model-request.json", status: 200, edit: atSubmitted},
+		{name: "an agent of another session may not report one", event: "start-model-request.json", status: 403,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				atSubmitted(ev)
+				ev.RequestContext.Authorizer.JWT.Claims["sid"] = "ses_other"
+			}},
+		{name: "the agent reports its completion", event: "complete-model-request.json", status: 200, edit: atSubmitted, check: func(t *testing.T, body string) {
+			var m modelreq.Record
+			json.Unmarshal([]byte(body), &m)
+			if m.Status != modelreq.Completed || m.Usage.InputTokens != 1200 || m.Usage.OutputTokens != 345 {
+				t.Fatalf("completed %s", body)
+			}
+		}},
 		{name: "the agent ends its execution", event: "end-execution.json", status: 202, edit: atSubmitted, check: func(t *testing.T, body string) {
 			var r httpapi.CommandResult
 			json.Unmarshal([]byte(body), &r)
@@ -135,10 +157,42 @@ func TestGatewayEvents(t *testing.T) {
 				t.Fatalf("end %s", body)
 			}
 		}},
+		{name: "a person sets the session's execution settings with its policy", event: "put-policy.json", status: 200, check: func(t *testing.T, body string) {
+			var d policystore.Document
+			json.Unmarshal([]byte(body), &d)
+			if d.Version != 1 || d.IterationLimit != 25 || d.IterationLimitSource != "session" || d.IdleTimeoutSeconds != 3600 || d.IdleTimeoutSource != "session" {
+				t.Fatalf("policy %s", body)
+			}
+		}},
+		{name: "an idle timeout under a minute is a 400 naming it", event: "put-policy.json", status: 400,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				ev.Body = `{"expected_version":1,"policy":{},"idle_timeout_seconds":30}`
+			},
+			check: func(t *testing.T, body string) {
+				if !strings.Contains(body, `"field":"idle_timeout_seconds"`) {
+					t.Fatalf("error %s", body)
+				}
+			}},
 		{name: "an agent of another session may not end it", event: "end-execution.json", status: 403,
 			edit: func(ev *events.APIGatewayV2HTTPRequest) {
 				atSubmitted(ev)
 				ev.RequestContext.Authorizer.JWT.Claims["sid"] = "ses_other"
+			}},
+		{name: "a human forks the ended execution from a saved point", event: "fork-execution.json", status: 202, edit: atSubmitted, check: func(t *testing.T, body string) {
+			var r httpapi.CommandResult
+			json.Unmarshal([]byte(body), &r)
+			if r.Type != "fork" || r.Status != "applied" || r.ChildExecutionID == "" {
+				t.Fatalf("fork %s", body)
+			}
+		}},
+		{name: "a fork from a saved point the execution does not have", event: "fork-execution.json", status: 409,
+			edit: func(ev *events.APIGatewayV2HTTPRequest) {
+				atSubmitted(ev)
+				ev.Body = `{"command_id":"cmd_fork_2","type":"fork","expected_version":2,"payload":{"checkpoint_version":1}}`
+			}, check: func(t *testing.T, body string) {
+				if !strings.Contains(body, `"saved_point_unavailable"`) {
+					t.Fatalf("fork from 1: %s", body)
+				}
 			}},
 	}
 	for _, c := range cases {

@@ -15,11 +15,14 @@
 //   - branch details: a short branch heading, the execution count, one row
 //     per execution with its tool calls and their three states (permission,
 //     outcome, delivery) as badges; a request appears only in its execution
-//     row; an unknown outcome says "Reconciliation required" with the
+//     row; an unknown outcome says "Reconciliation required" with a
+//     Reconcile card (reconcile.js: succeeded or failed, a note, optional
+//     evidence; the decision cards' sending → applied receipts) and the
 //     recovery controls the execution advertises; each execution offers
 //     only the controls it advertises (GET /v1/executions/{id}), sent with a
 //     fresh command_id and the execution's version, shown "accepted" (saved)
-//     then "applied" (took effect);
+//     then "applied" (took effect); End opens a form first (end.js:
+//     completed, or failed with a reason code and a message);
 //   - decision panels above the composer: one card per pending approval
 //     (cards.js);
 //   - a composer whose draft and focus new cards never disturb; it sends
@@ -38,6 +41,8 @@
 import { Client, HttpError, claims, newID } from "./api.js";
 import { follow } from "./events.js";
 import { DecisionCard } from "./cards.js";
+import { EndForm, endLabel } from "./end.js";
+import { ReconcileCard } from "./reconcile.js";
 import { h, plural, short, time } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -53,7 +58,7 @@ const SECTIONS = [
   ["history", "History", "No ended branches yet."],
 ];
 const INCOMPLETE = "Ended · response record incomplete";
-const CONTROL_LABELS = { pause: "Pause", continue: "Continue", step: "Step", steer: "Steer…", cancel: "Cancel", fork: "Fork", retry: "Retry" };
+const CONTROL_LABELS = { pause: "Pause", continue: "Continue", step: "Step", steer: "Steer…", end: "End…", cancel: "Cancel", fork: "Fork", retry: "Retry" };
 const RECOVERY = { retry: "Retry in a new execution", fork: "Fork from the saved point", cancel: "Cancel the execution" };
 const COMMAND_TEXT = {
   sending: "Sending…",
@@ -334,8 +339,11 @@ async function loadDetails(s) {
   const reads = own.map((e) => get(s, "/v1/executions/" + enc(e.execution_id)).then((v) => s.execViews.set(e.execution_id, v)));
   for (const e of row.executions) {
     for (const a of e.actions) {
-      if (a.states && a.states.outcome === "unknown" && !s.receipts.has(a.action_id)) {
-        reads.push(get(s, "/v1/actions/" + enc(a.action_id)).then((v) => { if (v.receipt) s.receipts.set(a.action_id, v.receipt); }));
+      if (needsActionRead(s, a)) {
+        reads.push(get(s, "/v1/actions/" + enc(a.action_id)).then((v) => {
+          if (v.receipt) s.receipts.set(a.action_id, v.receipt);
+          if (v.reconciliation) reconcileCard(s, a).known(v.reconciliation);
+        }));
       }
     }
   }
@@ -503,8 +511,23 @@ function executionItem(s, e) {
       s.composerTarget === e.execution_id && v && v.controls.includes("steer") ? h("span", { class: "badge target", text: "composer target" }) : null,
       h("time", { datetime: e.created_at, class: "muted", text: time(e.created_at) })),
     e.actions.length ? h("ul", { class: "actions" }, e.actions.map((a) => actionItem(s, e, v, a))) : h("p", { class: "muted", text: "No tool calls yet." }),
+    modelRequests(e),
     v ? controlsBar(s, e, v) : null,
     commandList(s, e.execution_id));
+}
+
+// modelRequests lists an execution's model (provider) requests: status,
+// token usage, and the error code of one that failed or was closed
+// incomplete (no terminal event). A failed request is not an answer.
+function modelRequests(e) {
+  const ms = e.model_requests || [];
+  if (!ms.length) return null;
+  return h("ul", { class: "model-requests", "aria-label": "Model requests" }, ms.map((m) =>
+    h("li", { class: "model-request", "data-request-id": m.request_id, "data-status": m.status },
+      h("code", { class: "model", title: m.request_id, text: m.provider + " · " + m.model }),
+      h("span", { class: "badge model-status", "data-value": m.status, text: m.purpose === "reviewer" ? "review " + m.status : m.status }),
+      h("span", { class: "muted usage", text: m.usage.input_tokens + " in · " + m.usage.output_tokens + " out tokens" }),
+      m.error_code ? h("span", { class: "muted reason", text: m.error_code }) : null)));
 }
 
 function badge(kind, value) {
@@ -525,18 +548,24 @@ function actionItem(s, e, v, a) {
       badge("delivery", st.delivery || "pending")),
     card && card.state === "pending" ? h("button", { type: "button", class: "link", "data-focus-key": "answer:" + a.action_id,
       text: "Answer in the decision panel", onclick: () => card.el.scrollIntoView({ block: "nearest" }) }) : null,
-    st.outcome === "unknown" ? reconcile(s, e, v, a) : null);
+    st.outcome === "unknown" || st.reconciled ? reconcile(s, e, v, a) : null);
 }
 
+// reconcile is the unknown-outcome card: what to check, the Reconcile
+// form (reconcile.js), and the recovery controls the execution advertises.
+// Once reconciled it keeps the receipt of the reconciliation.
 function reconcile(s, e, v, a) {
   const rc = s.receipts.get(a.action_id);
+  const open = a.states.outcome === "unknown";
   const acts = v ? v.controls.filter((c) => c in RECOVERY) : [];
-  return h("div", { class: "reconcile", role: "group", "aria-label": "Reconciliation required for " + a.tool },
-    h("strong", { text: "Reconciliation required" }),
-    h("p", { text: rc && rc.reconciliation ? rc.reconciliation
-      : "The operation may have started; check its effects. It is never re-dispatched automatically." }),
+  return h("div", { class: "reconcile", role: "group", "aria-label": (open ? "Reconciliation required for " : "Reconciled result of ") + a.tool },
+    h("strong", { text: open ? "Reconciliation required" : "Reconciled" }),
+    open ? h("p", { text: rc && rc.reconciliation ? rc.reconciliation
+      : "The operation may have started; check its effects. It is never re-dispatched automatically." }) : null,
     rc && rc.error_code ? h("p", { class: "muted", text: "Evidence: " + rc.error_code + (rc.error ? " — " + rc.error : "") }) : null,
-    !v ? null // not read yet: offer nothing rather than guess
+    reconcileCard(s, a).el,
+    !open ? null
+      : !v ? null // not read yet: offer nothing rather than guess
       : acts.length
       ? h("div", { class: "recovery" }, acts.map((c) => h("button", { type: "button", class: "recovery-action", "data-control": c,
         "data-focus-key": "rec:" + e.execution_id + ":" + c, disabled: !canAct(s), onclick: () => control(s, e.execution_id, c) }, RECOVERY[c])))
@@ -545,7 +574,7 @@ function reconcile(s, e, v, a) {
 
 function controlsBar(s, e, v) {
   if (!v.controls.length) return h("p", { class: "muted controls-none", text: "No controls are available for this execution now." });
-  return h("div", { class: "controls", role: "group", "aria-label": "Controls of execution " + short(e.execution_id) },
+  return [h("div", { class: "controls", role: "group", "aria-label": "Controls of execution " + short(e.execution_id) },
     v.controls.map((c) => {
       const armed = c === "cancel" && s.armed && s.armed.exec === e.execution_id && s.armed.until > Date.now();
       return h("button", {
@@ -554,7 +583,7 @@ function controlsBar(s, e, v) {
         disabled: !canAct(s), title: canAct(s) ? null : "Only the session's human owner can control executions",
         onclick: () => control(s, e.execution_id, c),
       }, armed ? "Confirm cancel" : CONTROL_LABELS[c] || c);
-    }));
+    })), endPanel(s, e.execution_id, v)];
 }
 
 function commandList(s, exec) {
@@ -562,7 +591,7 @@ function commandList(s, exec) {
   if (!cmds.length) return null;
   return h("ul", { class: "commands", "aria-label": "Commands sent" }, cmds.map((c) =>
     h("li", { class: "command", "data-command-id": c.id, "data-type": c.type, "data-status": c.status },
-      h("span", { text: (CONTROL_LABELS[c.type] || c.type).replace("…", "") + ": " }),
+      h("span", { text: commandName(c) + ": " }),
       h("span", { class: "command-status " + (c.status === "failed" || c.status === "rejected" ? "error" : ""),
         text: COMMAND_TEXT[c.status] + (c.reason ? " (" + c.reason + ")" : "") + (c.child ? " → execution " + short(c.child) : "") }),
       c.status === "unknown" ? h("button", { type: "button", class: "link", "data-focus-key": "retry:" + c.id, text: "Retry the same command",
@@ -573,6 +602,7 @@ function commandList(s, exec) {
 
 function control(s, exec, type) {
   if (!live(s) || !canAct(s)) return;
+  if (type === "end") return toggleEnd(s, exec);
   if (type === "steer") {
     s.composerTarget = exec;
     renderDetails(s);
@@ -636,6 +666,83 @@ async function sendCommand(s, cmd) {
   renderDetails(s);
   updateComposer(s);
   scheduleRefresh(s, 0);
+}
+
+// ---- End and Reconcile --------------------------------------------------------
+
+// The open End forms and the Reconcile cards are kept per session view,
+// so a re-render of the details puts the same nodes back (drafts, focus
+// and delivery state survive live updates).
+function endForms(s) {
+  return s.endForms || (s.endForms = new Map());
+}
+
+function toggleEnd(s, exec) {
+  const forms = endForms(s);
+  if (forms.has(exec)) forms.delete(exec);
+  else {
+    forms.set(exec, new EndForm(exec, {
+      onSubmit: (payload) => {
+        if (!live(s)) return;
+        const cmd = newCommand(s, exec, "end", payload);
+        if (!cmd) return;
+        forms.delete(exec);
+        sendCommand(s, cmd);
+      },
+      onClose: () => {
+        forms.delete(exec);
+        s.detailsKey = "";
+        renderDetails(s);
+      },
+    }));
+  }
+  s.detailsKey = ""; // the key does not hold the forms: render now
+  renderDetails(s);
+  const f = forms.get(exec);
+  if (f) f.el.querySelector("input:checked").focus(); // the owner asked for it
+}
+
+// endPanel is the execution's open End form, while it advertises End.
+function endPanel(s, exec, v) {
+  const f = endForms(s).get(exec);
+  return f && v.controls.includes("end") ? f.el : null;
+}
+
+// commandName is how a sent command is listed (End says how it ends).
+function commandName(c) {
+  if (c.type === "end") return endLabel(c.payload);
+  return (CONTROL_LABELS[c.type] || c.type).replace("…", "");
+}
+
+function reconcileCard(s, a) {
+  const cards = s.reconciles || (s.reconciles = new Map());
+  let card = cards.get(a.action_id);
+  if (!card) {
+    card = new ReconcileCard(a, {
+      client: s.client,
+      subject: s.claims.sub,
+      canDecide: canAct(s),
+      live: () => live(s),
+      onSettled: (c) => {
+        if (!live(s)) return;
+        if (c.state === "failed" || c.state === "refused") {
+          notice(s, "Your reconciliation of " + c.a.tool + ": " + c.statusEl.textContent);
+        }
+        scheduleRefresh(s, 0);
+      },
+    });
+    cards.set(a.action_id, card);
+  }
+  return card;
+}
+
+// needsActionRead: an unknown outcome whose receipt (what to check) was
+// not read yet, or a reconciled one whose record the card does not hold.
+function needsActionRead(s, a) {
+  const st = a.states || {};
+  if (st.outcome === "unknown") return !s.receipts.has(a.action_id);
+  const card = s.reconciles && s.reconciles.get(a.action_id);
+  return !!st.reconciled && !(card && card.settled());
 }
 
 // ---- composer ---------------------------------------------------------------

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -52,7 +53,22 @@ type Response struct {
 type Handler struct {
 	Sweeper Sweeper
 	Log     *slog.Logger
+	// Models, if set, closes at each scheduled tick the model requests a
+	// function made itself (the reviewer's, *modelreq.Ledger) and lost:
+	// open longer than a Lambda can run (15 minutes), so their function
+	// is gone. The agent's requests are not its to close.
+	Models LostRequests
 }
+
+// LostRequests closes requests open since before cutoff as incomplete
+// (*modelreq.Ledger).
+type LostRequests interface {
+	Sweep(ctx context.Context, cutoff time.Time) (int, error)
+}
+
+// maxFunctionRun is Lambda's longest invocation: a request a function
+// started longer ago than this has no function left to complete it.
+const maxFunctionRun = 15 * time.Minute
 
 // Handle is the Lambda entry point.
 func (h Handler) Handle(ctx context.Context, ev events.CloudWatchEvent) (Response, error) {
@@ -64,6 +80,15 @@ func (h Handler) Handle(ctx context.Context, ev events.CloudWatchEvent) (Respons
 	case detailScheduled:
 		rep, err := h.Sweeper.Sweep(ctx)
 		out := Response{Trigger: "schedule", Open: len(rep.Actions), Changed: rep.Changed(), Errors: rep.Errors}
+		if h.Models != nil {
+			n, merr := h.Models.Sweep(ctx, time.Now().Add(-maxFunctionRun))
+			if n > 0 {
+				log.Info("closed lost model requests as incomplete", "model_requests", n)
+			}
+			if merr != nil && err == nil {
+				err = merr
+			}
+		}
 		log.Info("recovery sweep", "open", out.Open, "changed", out.Changed, "errors", out.Errors)
 		if err != nil {
 			return out, fmt.Errorf("scheduled sweep: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -78,6 +79,43 @@ func TestHandlerRoutesEachTrigger(t *testing.T) {
 			got, err := Handler{Sweeper: sw}.Handle(context.Background(), tc.ev)
 			if (err != nil) != tc.wantErr || got != tc.want || sw.swept != tc.wantSwept || sw.action != tc.wantAction {
 				t.Fatalf("got %+v, %v (swept %d, action %q)", got, err, sw.swept, sw.action)
+			}
+		})
+	}
+}
+
+type fakeLost struct{ cutoffs []time.Time }
+
+func (f *fakeLost) Sweep(_ context.Context, cutoff time.Time) (int, error) {
+	f.cutoffs = append(f.cutoffs, cutoff)
+	return 1, nil
+}
+
+// TestScheduleClosesLostModelRequests: each scheduled tick (and only it)
+// closes the model requests open for longer than a function can run.
+func TestScheduleClosesLostModelRequests(t *testing.T) {
+	cases := []struct {
+		name  string
+		ev    events.CloudWatchEvent
+		calls int
+	}{
+		{"the schedule", sample(t, "schedule-tick.json"), 1},
+		{"a failed machine", sample(t, "sfn-status-change-failed.json"), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lost := &fakeLost{}
+			before := time.Now()
+			if _, err := (Handler{Sweeper: &fakeSweeper{}, Models: lost}).Handle(context.Background(), tc.ev); err != nil {
+				t.Fatal(err)
+			}
+			if len(lost.cutoffs) != tc.calls {
+				t.Fatalf("%d model request sweeps, want %d", len(lost.cutoffs), tc.calls)
+			}
+			for _, c := range lost.cutoffs {
+				if age := before.Sub(c); age < maxFunctionRun-time.Second || age > maxFunctionRun+time.Minute {
+					t.Fatalf("cutoff %s before the tick, want %s", age, maxFunctionRun)
+				}
 			}
 		})
 	}

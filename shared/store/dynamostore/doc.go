@@ -15,8 +15,9 @@
 //     with a ConditionCheck of the guard's version.
 //   - Transact: TransactWriteItems of one conditional Put per part (a log
 //     part after reading its stream's last entry, retried with fresh
-//     numbers when only log parts lost); the SDK's ClientRequestToken makes
-//     its own retry of a lost response idempotent.
+//     numbers when only log parts lost), and a ConditionCheck on
+//     version = expected per Check part (nothing written); the SDK's
+//     ClientRequestToken makes its own retry of a lost response idempotent.
 //   - AcquireLease, RenewLease, ReleaseLease: one UpdateItem each on the
 //     <resource>/LEASE item (fence = if_not_exists(fence, 0) + 1 on acquire).
 //   - ApplyCounter: one UpdateItem, NOT contains(counted, :member) with

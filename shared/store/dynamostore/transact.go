@@ -37,8 +37,20 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 
 	// The non-append parts do not change between attempts.
 	puts := make([]*types.Put, len(writes))
+	checks := make([]*types.ConditionCheck, len(writes))
 	keys := make([]store.Key, len(writes))
 	for i, w := range writes {
+		if c := w.Check; c != nil {
+			expr, err := expression.NewBuilder().WithCondition(expression.Name(attrVersion).Equal(expression.Value(c.Expected))).Build()
+			if err != nil {
+				return nil, fmt.Errorf("%s: build condition: %w", op, err)
+			}
+			checks[i] = &types.ConditionCheck{TableName: aws.String(s.table), Key: keyOf(c.Key),
+				ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+			keys[i] = c.Key
+			continue
+		}
 		var (
 			item store.Item
 			cond expression.ConditionBuilder
@@ -81,6 +93,10 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 		}
 		in := &dynamodb.TransactWriteItemsInput{TransactItems: make([]types.TransactWriteItem, len(writes))}
 		for i := range writes {
+			if checks[i] != nil {
+				in.TransactItems[i] = types.TransactWriteItem{ConditionCheck: checks[i]}
+				continue
+			}
 			in.TransactItems[i] = types.TransactWriteItem{Put: puts[i]}
 		}
 		_, err := s.db.TransactWriteItems(ctx, in)
@@ -161,6 +177,13 @@ func (s *Store) partFailure(ctx context.Context, op string, w store.Write, key s
 	stored, found, err := s.oldRecord(ctx, op, key, old)
 	if err != nil {
 		return err
+	}
+	if c := w.Check; c != nil {
+		actual := int64(0)
+		if found {
+			actual = stored.Version
+		}
+		return &store.VersionConflictError{Key: key, Expected: c.Expected, Actual: actual}
 	}
 	if w.PutOnce != nil {
 		if !found {

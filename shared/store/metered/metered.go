@@ -122,6 +122,8 @@ func (m *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 			m.item(itemSize(*w.PutOnce), 2)
 		case w.CAS != nil:
 			m.item(itemSize(w.CAS.Item), 2)
+		case w.Check != nil:
+			m.item(len(w.Check.Key.PK)+len(w.Check.Key.SK)+16, 2) // a ConditionCheck is billed as a write
 		case w.Append != nil:
 			m.read(4096, false) // the last entry, to find the next sequence number
 			m.item(len(w.Append.Stream)+len(w.Append.Body)+40, 2)

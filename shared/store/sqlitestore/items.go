@@ -200,6 +200,8 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 				err = s.putOnceTx(ctx, tx, op, *w.PutOnce)
 			case w.CAS != nil:
 				err = s.casTx(ctx, tx, op, w.CAS.Stored(), w.CAS.Expected, w.CAS.Fence)
+			case w.Check != nil:
+				err = s.checkTx(ctx, tx, op, *w.Check)
 			default:
 				seqs[i], err = s.appendTx(ctx, tx, op, w.Append.Stream, w.Append.Body)
 			}
@@ -217,6 +219,19 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 		return nil, err
 	}
 	return seqs, nil
+}
+
+// checkTx holds when the item's version is the expected one.
+func (s *Store) checkTx(ctx context.Context, tx *sql.Tx, op string, c store.CheckWrite) error {
+	var actual int64
+	err := tx.StmtContext(ctx, s.stmts.wGetVersion).QueryRowContext(ctx, c.Key.PK, c.Key.SK).Scan(&actual)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return unavailable(op, err)
+	}
+	if actual != c.Expected {
+		return &store.VersionConflictError{Key: c.Key, Expected: c.Expected, Actual: actual}
+	}
+	return nil
 }
 
 // updateTx replaces the item if its version is expected and its fence at

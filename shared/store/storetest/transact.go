@@ -71,6 +71,20 @@ func testTransact(t *testing.T, open Opener) {
 					ce := as[*store.ConflictError](t, err, "put-once part")
 					sameItem(t, ce.Existing, a, "existing")
 				}},
+			{"checked version moved", []store.Write{store.PutOnceWrite(fresh), store.CheckOf(a.Key(), 2)}, 1,
+				func(t *testing.T, err error) {
+					vc := as[*store.VersionConflictError](t, err, "check part")
+					if vc.Expected != 2 || vc.Actual != 3 {
+						t.Fatalf("%+v", vc)
+					}
+				}},
+			{"checked item absent", []store.Write{store.CheckOf(store.Key{PK: p + "ACTION#none", SK: "META"}, 1), store.PutOnceWrite(fresh)}, 0,
+				func(t *testing.T, err error) {
+					vc := as[*store.VersionConflictError](t, err, "check part")
+					if vc.Expected != 1 || vc.Actual != 0 {
+						t.Fatalf("%+v", vc)
+					}
+				}},
 			{"stale fence", []store.Write{store.PutOnceWrite(fresh), store.CASOf(store.Item{PK: owned.PK, SK: owned.SK, Version: 2, Body: []byte(`{}`)}, 1, 6)}, 1,
 				func(t *testing.T, err error) {
 					fe := as[*store.FenceError](t, err, "fenced part")
@@ -112,16 +126,32 @@ func testTransact(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("a check part holds at the item's version and writes nothing", func(t *testing.T) {
+		guard := store.Item{PK: p + "EXEC#chk", SK: "META", Version: 4, Body: []byte(`{"g":4}`)}
+		mustNil(t, s.PutOnce(ctx, guard), "put")
+		child := store.Item{PK: p + "EXEC#chk", SK: "CHILD#c1", Version: 1, Body: []byte(`{}`)}
+		_, err := s.Transact(ctx, []store.Write{store.PutOnceWrite(child), store.CheckOf(guard.Key(), 4)})
+		mustNil(t, err, "transact")
+		got, err := s.Get(ctx, guard.Key())
+		mustNil(t, err, "get")
+		sameItem(t, got, guard, "the checked item")
+		got, err = s.Get(ctx, child.Key())
+		mustNil(t, err, "get")
+		sameItem(t, got, child, "the put-once part")
+	})
+
 	t.Run("invalid transactions are refused", func(t *testing.T) {
 		it := store.Item{PK: p + "ACTION#inv", SK: "META", Version: 1}
 		for name, writes := range map[string][]store.Write{
-			"empty":             nil,
-			"no part":           {{}},
-			"two in one part":   {{PutOnce: &it, Append: &store.AppendWrite{Stream: p + "s", Body: []byte("x")}}},
-			"one item twice":    {store.PutOnceWrite(it), store.CASOf(store.Item{PK: it.PK, SK: it.SK, Version: 2}, 1, 0)},
-			"one stream twice":  {store.AppendOf(p+"s", []byte("a")), store.AppendOf(p+"s", []byte("b"))},
-			"version not above": {store.CASOf(store.Item{PK: it.PK, SK: it.SK, Version: 1}, 1, 0)},
-			"empty stream":      {store.AppendOf("", []byte("a"))},
+			"empty":                   nil,
+			"no part":                 {{}},
+			"two in one part":         {{PutOnce: &it, Append: &store.AppendWrite{Stream: p + "s", Body: []byte("x")}}},
+			"one item twice":          {store.PutOnceWrite(it), store.CASOf(store.Item{PK: it.PK, SK: it.SK, Version: 2}, 1, 0)},
+			"one stream twice":        {store.AppendOf(p+"s", []byte("a")), store.AppendOf(p+"s", []byte("b"))},
+			"version not above":       {store.CASOf(store.Item{PK: it.PK, SK: it.SK, Version: 1}, 1, 0)},
+			"empty stream":            {store.AppendOf("", []byte("a"))},
+			"check of version 0":      {store.PutOnceWrite(it), store.CheckOf(store.Key{PK: it.PK, SK: "OTHER"}, 0)},
+			"check of a written item": {store.PutOnceWrite(it), store.CheckOf(it.Key(), 1)},
 		} {
 			_, err := s.Transact(ctx, writes)
 			if !errors.Is(err, store.ErrInvalid) {
