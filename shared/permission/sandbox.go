@@ -261,7 +261,9 @@ func (x *evalCtx) profile(res result) *sandbox.Profile {
 	return &p
 }
 
-// baseProfile is the profile before the call's relaxation.
+// baseProfile is the profile before the call's relaxation. A policy's
+// "off" stays off: tool and rule settings can only turn the sandbox off
+// (SandboxSettings.check).
 func (x *evalCtx) baseProfile(res result) sandbox.Profile {
 	p := sandbox.Default()
 	sp := x.pol.Sandbox
@@ -273,9 +275,6 @@ func (x *evalCtx) baseProfile(res result) sandbox.Profile {
 		if s, ok := sp.Rules[res.reason.Rule]; ok {
 			s.apply(&p)
 		}
-	}
-	if sp.Mode == sandbox.ModeOff {
-		p.Mode = sandbox.ModeOff // the policy's "off" is for every call
 	}
 	return p
 }
