@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/activity"
 	"github.com/openprogram/lifecycle/shared/apiclient"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
@@ -94,5 +95,24 @@ func TestSandboxProfileThroughTheAPI(t *testing.T) {
 	})
 	if d := approved.Decision; d.Reason.Source != "approval" || !reflect.DeepEqual(d.Sandbox, want) {
 		t.Fatalf("approved relaxed call: %+v", d)
+	}
+
+	// Activity shows each action's profile in brief.
+	act, err := human.Activity(ctx, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brief := map[ids.ActionID]string{}
+	for _, rows := range [][]activity.Row{act.NeedsAttention, act.InProgress, act.History} {
+		for _, r := range rows {
+			for _, e := range r.Executions {
+				for _, a := range e.Actions {
+					brief[a.ActionID] = a.Sandbox
+				}
+			}
+		}
+	}
+	if brief[plain.ActionID] != "bwrap" || brief[relaxed.ActionID] != "bwrap+network" {
+		t.Fatalf("activity sandbox: %v, want bwrap for %s and bwrap+network for %s", brief, plain.ActionID, relaxed.ActionID)
 	}
 }
