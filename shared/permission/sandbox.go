@@ -306,6 +306,71 @@ func (x *evalCtx) relaxReason(rule, allowedBy string) Reason {
 	return Reason{Source: SourceSandbox, Code: CodeSandboxRelaxation, Rule: rule, Detail: detail}
 }
 
+// SandboxPathError is a sandbox path of a policy that opens a protected
+// path (the state directory, a credential store under the home).
+type SandboxPathError struct {
+	// Field names the setting: sandbox.writable[0],
+	// sandbox.rules["Bash(x)"].readOnly[1].
+	Field     string
+	Path      string
+	Protected string
+}
+
+func (e *SandboxPathError) Error() string {
+	return fmt.Sprintf("%s: %q opens the protected path %s (the service's state directory or a credential store); sandbox paths may not be, contain or lie in one", e.Field, e.Path, e.Protected)
+}
+
+// CheckSandbox checks a policy's sandbox paths against the protected paths
+// of this engine (Config.ProtectedPaths, the credential stores under home)
+// and returns the first that opens one as a *SandboxPathError: what
+// ParsePolicy cannot know. The service runs it when a policy is stored,
+// so such a policy is refused (400) before any decision denies under it.
+func (e *Engine) CheckSandbox(p *Policy, home string) error {
+	if p == nil {
+		return nil
+	}
+	prot := e.protect.paths(home)
+	check := func(field string, s SandboxSettings) error {
+		for _, l := range []struct {
+			name    string
+			paths   []string
+			contain bool
+		}{{"readOnly", s.ReadOnly, false}, {"writable", s.Writable, true}} {
+			for i, w := range l.paths {
+				if pp, ok := opens(w, prot, l.contain); ok {
+					return &SandboxPathError{Field: fmt.Sprintf("%s.%s[%d]", field, l.name, i), Path: w, Protected: pp}
+				}
+			}
+		}
+		return nil
+	}
+	sp := p.Sandbox
+	if err := check("sandbox", sp.SandboxSettings); err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(sp.Tools) {
+		if err := check(fmt.Sprintf("sandbox.tools[%q]", k), sp.Tools[k]); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(sp.Rules) {
+		if err := check(fmt.Sprintf("sandbox.rules[%q]", k), sp.Rules[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opens finds the protected path w is, lies in, or (contain) contains.
+func opens(w string, prot []string, contain bool) (string, bool) {
+	for _, pp := range prot {
+		if w == pp || isUnder(w, pp) || (contain && isUnder(pp, w)) {
+			return pp, true
+		}
+	}
+	return "", false
+}
+
 // protectedProfile finds an extra path of the profile that opens a
 // protected path (the state directory, a credential store under the
 // trusted home): a writable path that is, contains or lies in one, a
@@ -317,11 +382,9 @@ func (e *Engine) protectedProfile(x *evalCtx, p *sandbox.Profile) (Reason, bool)
 	prot := e.protect.paths(x.req.Trusted.HomeDir)
 	check := func(kind string, list []string, contain bool) (Reason, bool) {
 		for _, w := range list {
-			for _, pp := range prot {
-				if w == pp || isUnder(w, pp) || (contain && isUnder(pp, w)) {
-					return Reason{Source: SourceHardConstraint, Code: CodeProtectedPath,
-						Detail: fmt.Sprintf("the policy's sandbox settings make %s %s, which opens the protected path %s; fix the policy's sandbox %s paths", kind, w, pp, kind)}, true
-				}
+			if pp, ok := opens(w, prot, contain); ok {
+				return Reason{Source: SourceHardConstraint, Code: CodeProtectedPath,
+					Detail: fmt.Sprintf("the policy's sandbox settings make %s %s, which opens the protected path %s; fix the policy's sandbox %s paths", kind, w, pp, kind)}, true
 			}
 		}
 		return Reason{}, false

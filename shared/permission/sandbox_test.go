@@ -243,3 +243,38 @@ func TestSandboxPolicyErrors(t *testing.T) {
 		t.Fatal("the digest ignores the sandbox settings")
 	}
 }
+
+// CheckSandbox refuses, naming the setting, sandbox paths that open what
+// only the engine knows: the state directory and the stores under home.
+func TestSandboxCheckAgainstProtectedPaths(t *testing.T) {
+	e, err := permission.NewEngine(permission.Config{ProtectedPaths: []string{state}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const allowDoc = `"allow":["Bash(npm test)"]`
+	cases := []struct {
+		name, sandbox, field, protected string
+	}{
+		{"fine", `{"writable":["/var/cache/npm"],"readOnly":["/opt/sdk","/home"]}`, "", ""},
+		{"writable contains the state directory", `{"writable":["/var/cache/npm","/work"]}`, "sandbox.writable[1]", state},
+		{"read-only state directory", `{"tools":{"Bash":{"readOnly":["/work/.lifecycle"]}}}`, `sandbox.tools["Bash"].readOnly[0]`, state},
+		{"writable inside the state directory", `{"rules":{"Bash(npm test)":{"writable":["/work/.lifecycle/tmp"]}}}`, `sandbox.rules["Bash(npm test)"].writable[0]`, state},
+		{"writable contains the home's credential store", `{"writable":["/srv/dev-home"]}`, "sandbox.writable[0]", "/srv/dev-home/user/.ssh"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := permission.MustParsePolicy(`{"version":"v1",` + allowDoc + `,"sandbox":` + tc.sandbox + `}`)
+			err := e.CheckSandbox(p, "/srv/dev-home/user")
+			var se *permission.SandboxPathError
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("want no error, got %v", err)
+				}
+				return
+			}
+			if !errors.As(err, &se) || se.Field != tc.field || se.Protected != tc.protected {
+				t.Fatalf("got %v, want %s opening %s", err, tc.field, tc.protected)
+			}
+		})
+	}
+}
