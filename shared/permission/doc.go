@@ -158,9 +158,10 @@
 // rule (keyed by the rule's text) the network, extra read-only or writable
 // paths, or "mode": "off". Paths are checked when the policy is parsed
 // (absolute, clean, not "/", not in a credential store, a writable one not
-// a home) and again when deciding, against Config.ProtectedPaths and the
-// credential stores under the trusted home: a profile that opens one is a
-// hard-constraint denial (CodeProtectedPath).
+// a home), when the service stores it (Engine.CheckSandbox: against
+// Config.ProtectedPaths and the credential stores under the home, a
+// *SandboxPathError naming the setting), and again when deciding: a
+// profile that opens one is a hard-constraint denial (CodeProtectedPath).
 //
 // A Bash call may ask to relax its sandbox (dangerouslyDisableSandbox,
 // network: part of its arguments, so of its digest). An allow that does
