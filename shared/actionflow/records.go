@@ -10,6 +10,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/failures"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -106,6 +107,11 @@ type Decision struct {
 	// context digests, file preconditions), opaque here, kept so
 	// revalidation compares exactly what was decided.
 	Engine json.RawMessage `json:"engine,omitempty"`
+
+	// Sandbox is the profile a host tool call runs in (allow; for an ask,
+	// the profile that runs once approved), chosen by the policy
+	// (permission.Decision.Sandbox).
+	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
 }
 
 // StartEvidence is written immediately before the executor is called.
