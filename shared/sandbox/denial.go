@@ -27,6 +27,8 @@ var networkMarkers = []string{
 	"No address associated with hostname",
 	"server misbehaving",
 	"Connection refused",
+	"Couldn't connect to server",
+	"Failed to connect to",
 	"unable to resolve host",
 	"getaddrinfo",
 }
