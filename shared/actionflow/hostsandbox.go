@@ -2,6 +2,7 @@ package actionflow
 
 import (
 	"context"
+	"errors"
 
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
@@ -17,13 +18,17 @@ func SandboxOf(a Action) *sandbox.Profile {
 	return &p
 }
 
+// ErrSandboxOff is HostRefuse's answer for a task whose profile is off:
+// the policy runs it unconfined, so a host without bubblewrap runs it.
+var ErrSandboxOff = errors.New("the policy runs this call unconfined (sandbox off); it needs no sandbox")
+
 // HostRefuse closes a published, unclaimed host task that the host cannot
 // run at all (bubblewrap missing and the profile is not off) and completes
 // its dispatch wait with res, whose outcome becomes not_started: nothing
 // was claimed, so nothing started. The closure is a compare-and-swap on
 // the action, so a racing claim either wins (and the refusal is a
-// ConflictError) or loses. A task whose profile is off is not refused (a
-// ConflictError with code "sandbox_off"): the host runs it unconfined.
+// ConflictError) or loses. A task whose profile is off is not refused
+// (ErrSandboxOff): the host runs it unconfined.
 func (s *Service) HostRefuse(ctx context.Context, id ids.ActionID, res ToolResult) error {
 	a, err := s.getAction(ctx, id)
 	if err != nil {
@@ -33,7 +38,7 @@ func (s *Service) HostRefuse(ctx context.Context, id ids.ActionID, res ToolResul
 		return &ConflictError{Code: "not_published", Msg: "the action is not waiting for a host"}
 	}
 	if p := SandboxOf(a); p.Mode == sandbox.ModeOff {
-		return &ConflictError{Code: "sandbox_off", Msg: "the policy runs this call unconfined; it needs no sandbox"}
+		return ErrSandboxOff
 	}
 	res.Outcome = lifecycle.OutcomeNotStarted
 	a, err = s.updateLoaded(ctx, id, &a, 0, func(a *Action) error {

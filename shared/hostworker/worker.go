@@ -32,8 +32,8 @@ type Host interface {
 // Refuser is a Host that can refuse a task before claiming it
 // (actionflow.Service.HostRefuse): the worker cannot confine it
 // (bubblewrap missing), so it ends not_started instead of running
-// unconfined. A refusal of a task whose profile is off fails with a
-// *actionflow.ConflictError of code "sandbox_off": the worker runs it.
+// unconfined. A refusal of a task whose profile is off fails with
+// actionflow.ErrSandboxOff: the worker runs it.
 type Refuser interface {
 	Refuse(ctx context.Context, id ids.ActionID, res actionflow.ToolResult) error
 }
@@ -240,7 +240,7 @@ func (w *Worker) refuse(ctx context.Context, log *slog.Logger, id ids.ActionID) 
 	case err == nil:
 		log.Warn("host: task refused, not started: no sandbox", "error", missing)
 		return true, nil
-	case errors.As(err, &ce) && ce.Code == "sandbox_off":
+	case errors.Is(err, actionflow.ErrSandboxOff):
 		return false, nil // the policy runs it unconfined
 	case errors.As(err, &ce):
 		return true, nil // claimed or closed elsewhere
