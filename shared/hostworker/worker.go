@@ -89,6 +89,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.Log.Info("host worker running", "workspace", w.Runner.Workspace, "shell", w.Runner.Shell.String(),
 		"shell_args", hosttools.BashArgs, "parallel", w.Parallel)
 	if err := w.Runner.Unavailable(sandbox.Default()); err != nil {
+		if _, ok := w.Host.(Refuser); !ok {
+			// This Host cannot refuse a task before claiming it, and a
+			// claimed task that cannot run would be recorded unknown: run
+			// nothing rather than anything unconfined.
+			return fmt.Errorf("host worker: %w; this worker claims tasks over the API and cannot refuse them unclaimed, so it does not start", err)
+		}
 		w.Log.Warn("host tools are refused unless the policy turns the sandbox off", "error", err)
 	}
 	var (
