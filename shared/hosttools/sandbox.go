@@ -1,12 +1,14 @@
 package hosttools
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
@@ -45,6 +47,10 @@ func NewConfinement(look func(string) (string, error), home string, stateDirs ..
 		c.Missing = err
 	} else if c.Bwrap, err = filepath.Abs(p); err != nil {
 		return Confinement{}, err
+	} else if err := probe(c.Bwrap); err != nil {
+		// Installed but unusable (no user namespaces, a container without
+		// the privilege): the same as missing, with what it said.
+		c.Bwrap, c.Missing = "", err
 	}
 	var hidden []string
 	for _, d := range stateDirs {
@@ -85,6 +91,19 @@ var emptyFile = sync.OnceValues(func() (string, error) {
 	f.Close()
 	return f.Name(), os.Chmod(f.Name(), 0o444)
 })
+
+// probe runs bubblewrap once with the namespaces every call uses.
+func probe(bwrap string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", sandbox.TempDir, "--", "true").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("bubblewrap (%s) is installed but cannot build its sandbox here (%v: %s); host tools run only inside it: %s",
+			bwrap, err, strings.TrimSpace(string(out)), sandbox.InstallHint)
+	}
+	return nil
+}
 
 func appendNew(list []string, p string) []string {
 	for _, q := range list {

@@ -188,3 +188,14 @@ func TestRunInWithoutBubblewrap(t *testing.T) {
 		t.Fatalf("sandbox off: %+v", got)
 	}
 }
+
+// A bubblewrap that is installed but cannot build its sandbox (here: a
+// program that fails, as bwrap does without user namespaces) counts as
+// missing, with what it said.
+func TestUnusableBubblewrapIsMissing(t *testing.T) {
+	f := newSandboxFixture(t, func(string) (string, error) { return "/bin/false", nil })
+	err := f.r.Unavailable(sandbox.Default())
+	if err == nil || !strings.Contains(err.Error(), "cannot build its sandbox") {
+		t.Fatalf("Unavailable = %v, want the probe's failure", err)
+	}
+}
