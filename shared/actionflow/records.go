@@ -242,6 +242,9 @@ type ToolResult struct {
 	// and version ("/usr/bin/bash 5.2.15(1)-release"), the dialect the
 	// permission engine analysed.
 	Shell string `json:"shell,omitempty"`
+	// Sandbox is the sandbox profile a host tool actually ran in (mode
+	// "off": unconfined, because the policy said so).
+	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
 	// Validation carries structured details of invalid arguments.
 	Validation []FieldProblem `json:"validation,omitempty"`
 }
