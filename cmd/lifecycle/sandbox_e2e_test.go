@@ -108,6 +108,40 @@ func TestHostSandboxThroughAPI(t *testing.T) {
 		{name: "the state directory and ~/.ssh are invisible", command: "bash probe.sh", outcome: lifecycle.OutcomeSucceeded, approve: true,
 			output: []string{"key=\n", "ssh=0\n", "state=0\n"}, noOutput: []string{"PRIVATE-KEY-MATERIAL"}},
 	}
+	// The relaxed form (network: true) of a command an allow rule allows
+	// sandboxed is asked; once a person approves it, it runs with the
+	// network it asked for, and the decision and the receipt both record
+	// that profile.
+	t.Run("the relaxed form asks and, once approved, runs with the recorded profile", func(t *testing.T) {
+		tok := s.agent(t, s.session)
+		id, err := s.submit(s.session, tok, "Bash", map[string]any{"command": fmt.Sprintf("curl -sS --max-time 20 http://127.0.0.1:%d/", port), "network": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.settled(tok, id, 60*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.States.Permission != lifecycle.PermissionAsk || v.Approval == nil || v.States.Started {
+			t.Fatalf("the relaxed call was not asked: states %+v, decision %+v", v.States, v.Decision)
+		}
+		if st, err := s.do("POST", "/v1/approvals/"+string(v.Approval.ApprovalID), s.human,
+			map[string]any{"decision": "approve", "digest": v.ArgsDigest}, nil, nil); err != nil {
+			t.Fatalf("approve: %d %v", st, err)
+		}
+		if v, err = s.settled(tok, id, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if v.States.Outcome != lifecycle.OutcomeSucceeded || v.Receipt == nil || !strings.Contains(v.Receipt.Output, "host-secret") {
+			t.Fatalf("the approved relaxed call did not reach the network: states %+v, receipt %+v", v.States, v.Receipt)
+		}
+		if v.Decision == nil || v.Decision.Sandbox == nil || !v.Decision.Sandbox.Network {
+			t.Fatalf("the decision does not record the relaxed profile: %+v", v.Decision)
+		}
+		if rc := v.Receipt; rc.Sandbox == nil || rc.Sandbox.Mode != sandbox.ModeBwrap || !rc.Sandbox.Network {
+			t.Fatalf("the receipt does not record the profile that ran: %+v", rc.Sandbox)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := bashAction(t, s, s.session, tc.command)

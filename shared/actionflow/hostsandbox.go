@@ -10,10 +10,14 @@ import (
 )
 
 // SandboxOf is the sandbox profile an action's host tool runs in: the one
-// its permission decision chose, sandbox.Default() when it chose none.
-// (The decision's field is wired here; until then every call runs in the
-// default profile.)
+// its permission decision chose (after an approval, the revalidated
+// decision: a relaxed call runs relaxed only once a person approved it),
+// sandbox.Default() when it chose none.
 func SandboxOf(a Action) *sandbox.Profile {
+	if a.Decision != nil && a.Decision.Sandbox != nil {
+		p := *a.Decision.Sandbox
+		return &p
+	}
 	p := sandbox.Default()
 	return &p
 }

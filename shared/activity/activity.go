@@ -170,7 +170,8 @@ type ActionRow struct {
 	Reason     string           `json:"reason,omitempty"`
 	CreatedAt  time.Time        `json:"created_at"`
 	// Sandbox is the host tool's sandbox profile in brief: "bwrap",
-	// "bwrap+network" or "off" (decided; empty for other tools).
+	// "bwrap+network" or "off": the receipt's (what ran) once recorded,
+	// else the decided one; empty for other tools.
 	Sandbox string `json:"sandbox,omitempty"`
 }
 
@@ -443,6 +444,9 @@ func (x *index) execRow(e actionflow.Execution, shared bool) ExecutionRow {
 		if a.Decision != nil {
 			ar.Reason = a.Decision.Reason.Code
 			ar.Sandbox = sandboxBrief(a.Decision.Sandbox)
+		}
+		if rc, ok := x.receipts[a.ActionID]; ok && rc.Sandbox != nil {
+			ar.Sandbox = sandboxBrief(rc.Sandbox) // what actually ran
 		}
 		ar.Label = x.actionLabel(a, ap, hasAp)
 		er.Actions = append(er.Actions, ar)
