@@ -14,11 +14,27 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 # jsii also warns, loudly, on every run under a Node release it calls end-of-life.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
-.PHONY: run test unit lint bench build synth tools clean fuzz infra-test asl-validate chaos
+.PHONY: run sandbox-check test unit lint bench build synth tools clean fuzz infra-test asl-validate chaos
 
 ## run: the whole embedded stack in one process (SQLite store, embedded Step Functions, API, UI, host worker)
-run:
+run: sandbox-check
 	$(GO) run ./cmd/lifecycle serve
+
+# sandbox-check: host tools run inside bubblewrap (issue 20); without it they are
+# refused unless the policy says sandbox: off. Installed with apt where we are root.
+sandbox-check:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(uname -s)" = Linux ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (the host tools' sandbox)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null || \
+	      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } || \
+	      echo "WARNING: could not install bubblewrap; host tools will be refused (apt-get install bubblewrap)"; \
+	  elif [ "$$(uname -s)" = Linux ]; then \
+	    echo "WARNING: bubblewrap (bwrap) is not installed: host tools will be refused. Fix: sudo apt-get install bubblewrap"; \
+	  else \
+	    echo "WARNING: no bubblewrap sandbox on $$(uname -s): host tools are refused unless the policy says sandbox: off"; \
+	  fi; \
+	fi
 
 ## test: lint, then every test (unit, contract, end to end, browser when chromium is present, infra, ASL validation)
 test: lint unit infra-test asl-validate
@@ -84,6 +100,7 @@ bench:
 	$(GO) test -run '^$$' -bench AllowPath -benchtime 2000x ./shared/sfnlocal/
 	$(GO) test -run '^$$' -bench Decide -benchmem ./shared/permission/
 	$(GO) test -run '^$$' -bench Lifecycle -benchtime 3000x -timeout 60m ./shared/embedded/
+	$(GO) test -run '^$$' -bench HostBashSandbox -benchtime 300x ./shared/hosttools/
 
 ## chaos: the black-box chaos run at scale: a real `lifecycle serve` SIGKILLed and restarted under load
 ## (N actions, default 10000; a kill from outside every 5 s on average and 0.2% per lifecycle point from inside,

@@ -49,7 +49,13 @@ type serveStack struct {
 // test. opts adjust serve's options (e.g. --mcp-servers).
 func startServeStack(t *testing.T, opts ...func(*serveOptions)) *serveStack {
 	t.Helper()
-	dir := t.TempDir()
+	return startServeStackIn(t, t.TempDir(), opts...)
+}
+
+// startServeStackIn is startServeStack with the state directory and the
+// workspace under dir.
+func startServeStackIn(t *testing.T, dir string, opts ...func(*serveOptions)) *serveStack {
+	t.Helper()
 	s := &serveStack{stateDir: filepath.Join(dir, "state"), workspace: filepath.Join(dir, "ws"), session: "ses_e2e",
 		client: &http.Client{Timeout: 60 * time.Second}}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -194,14 +194,16 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 		Routes: mcpRoutes, Executors: mcpExecutors,
 		StateDir: stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
 		NewDecider: func(st store.Store) (actionflow.Decider, error) {
-			policies = policystore.New(st, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)),
-				policystore.WithRestartDefault(window.Seconds()))
-			live = policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy}
 			eng, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: st, FS: permission.OSFS{},
 				ProtectedPaths: protected})
 			if err != nil {
 				return nil, err
 			}
+			// A policy whose sandbox paths open the state directory or a
+			// credential store is refused when stored.
+			policies = policystore.New(st, httpapi.PermissionPolicyValidator(eng, home), policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)),
+				policystore.WithRestartDefault(window.Seconds()))
+			live = policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy}
 			return &decider.Decider{Engine: eng, Policies: live, ProjectRoot: ws, WorkingDir: ws, HomeDir: home}, nil
 		},
 	})

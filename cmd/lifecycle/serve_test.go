@@ -209,6 +209,12 @@ func TestServeProtectsItsState(t *testing.T) {
 	if st, body := call("PUT", "/v1/sessions/ses_p/policy", human, policyBody, nil); st != http.StatusOK {
 		t.Fatalf("human: %d %v", st, body)
 	}
+	// Nor can a policy open the state directory to the sandbox (issue 20).
+	opening := map[string]any{"version": "p2", "sandbox": map[string]any{"writable": []string{dir}}}
+	if st, body := call("PUT", "/v1/sessions/ses_p/policy", human, map[string]any{"expected_version": 1, "policy": opening}, nil); st != http.StatusBadRequest ||
+		body["error"].(map[string]any)["field"] != "policy.sandbox.writable[0]" {
+		t.Fatalf("a sandbox opening the state directory: %d %v", st, body)
+	}
 
 	submit := func(key, tool string, args map[string]any) map[string]any {
 		t.Helper()

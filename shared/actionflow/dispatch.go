@@ -85,7 +85,7 @@ func (s *Service) claim(ctx context.Context, a Action, attempt ids.AttemptID, ki
 	}
 	return a, Task{ActionID: a.ActionID, ExecutionID: a.ExecutionID, SessionID: a.SessionID, ToolCallID: a.ToolCallID,
 		Tool: a.Tool, Arguments: a.Arguments, ArgsDigest: a.ArgsDigest, AttemptID: attempt, Fence: lease.Fence,
-		IdempotencyKey: string(a.ActionID)}, nil
+		IdempotencyKey: string(a.ActionID), Sandbox: SandboxOf(a)}, nil
 }
 
 func (s *Service) dispatchSync(ctx context.Context, in StepInput) (ToolResult, error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 )
 
 // Decider makes permission decisions (the permission engine behind an
@@ -35,6 +36,9 @@ type Task struct {
 	// IdempotencyKey is the action id: executors that support idempotency
 	// (lambda, http) pass it on so a provider can deduplicate.
 	IdempotencyKey string `json:"idempotency_key"`
+	// Sandbox is the profile a host tool runs in, as the decision chose it
+	// (nil: sandbox.Default()).
+	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
 }
 
 // Executor runs an authorized task. It is called only after start evidence

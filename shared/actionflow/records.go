@@ -10,6 +10,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/failures"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -106,6 +107,11 @@ type Decision struct {
 	// context digests, file preconditions), opaque here, kept so
 	// revalidation compares exactly what was decided.
 	Engine json.RawMessage `json:"engine,omitempty"`
+
+	// Sandbox is the profile a host tool call runs in (allow; for an ask,
+	// the profile that runs once approved), chosen by the policy
+	// (permission.Decision.Sandbox).
+	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
 }
 
 // StartEvidence is written immediately before the executor is called.
@@ -236,6 +242,9 @@ type ToolResult struct {
 	// and version ("/usr/bin/bash 5.2.15(1)-release"), the dialect the
 	// permission engine analysed.
 	Shell string `json:"shell,omitempty"`
+	// Sandbox is the sandbox profile a host tool actually ran in (mode
+	// "off": unconfined, because the policy said so).
+	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
 	// Validation carries structured details of invalid arguments.
 	Validation []FieldProblem `json:"validation,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 )
 
 // Section of the Activity view.
@@ -168,6 +169,10 @@ type ActionRow struct {
 	ApprovalID ids.ApprovalID   `json:"approval_id,omitempty"`
 	Reason     string           `json:"reason,omitempty"`
 	CreatedAt  time.Time        `json:"created_at"`
+	// Sandbox is the host tool's sandbox profile in brief: "bwrap",
+	// "bwrap+network" or "off": the receipt's (what ran) once recorded,
+	// else the decided one; empty for other tools.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // index holds the input keyed for lookups.
@@ -438,6 +443,10 @@ func (x *index) execRow(e actionflow.Execution, shared bool) ExecutionRow {
 		}
 		if a.Decision != nil {
 			ar.Reason = a.Decision.Reason.Code
+			ar.Sandbox = sandboxBrief(a.Decision.Sandbox)
+		}
+		if rc, ok := x.receipts[a.ActionID]; ok && rc.Sandbox != nil {
+			ar.Sandbox = sandboxBrief(rc.Sandbox) // what actually ran
 		}
 		ar.Label = x.actionLabel(a, ap, hasAp)
 		er.Actions = append(er.Actions, ar)
@@ -504,4 +513,17 @@ func endedLabel(e actionflow.Execution) string {
 		return LabelCancelled
 	}
 	return string(e.Status)
+}
+
+// sandboxBrief is a profile as Activity shows it.
+func sandboxBrief(p *sandbox.Profile) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Mode == sandbox.ModeOff:
+		return sandbox.ModeOff
+	case p.Network:
+		return p.Mode + "+network"
+	}
+	return p.Mode
 }

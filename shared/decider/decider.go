@@ -144,6 +144,7 @@ func translate(pd permission.Decision) (actionflow.Decision, error) {
 		Fallback:      pd.Fallback,
 		Reason:        reason,
 		Resolution:    resolution(pd),
+		Sandbox:       pd.Sandbox,
 		Engine:        raw,
 	}, nil
 }
@@ -167,6 +168,11 @@ func resolution(pd permission.Decision) string {
 		return "ask the owner to approve it in an interactive session, or change the operation"
 	case permission.SourceAnalysis:
 		return "split the command into smaller, reviewable commands"
+	case permission.SourceSandbox:
+		if pd.Permission == lifecycle.PermissionAsk {
+			return "waiting for the owner's approval to relax the sandbox"
+		}
+		return "run it in the sandbox (without dangerouslyDisableSandbox or network), or ask the owner for a rule whose sandbox settings allow the relaxation"
 	}
 	if pd.Permission == lifecycle.PermissionAsk {
 		return "waiting for the owner's approval"

@@ -345,6 +345,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if err != nil {
 			return fail(err)
 		}
+		// The sandbox hides the state directory and the credential stores
+		// from every host tool (bubblewrap missing: refused unless off).
+		home, _ := os.UserHomeDir()
+		conf, err := hosttools.NewConfinement(nil, home, cfg.StateDir)
+		if err != nil {
+			return fail(err)
+		}
+		runner.Sandbox = &conf
 		s.Host = &hostworker.Worker{Host: hostworker.Direct{Service: s.Service, Wake: s.hostWake},
 			Runner: runner, Log: cfg.Logger, Poll: 2 * time.Second}
 		s.wg.Add(1)

@@ -22,6 +22,19 @@
 // resolves its relative paths; a cwd argument other than the root is
 // refused (the command itself may cd, which the engine follows).
 //
+// Every call runs in the sandbox of its profile (sandbox.Profile, the
+// decision's; RunIn): Bash as `bwrap <sandbox.View.Args> <bash> ...`, the
+// file tools in-process with the same view (sandbox.View.Classify): a
+// hidden path (the state directory, the credential stores of
+// permission.DefaultCredentialStores under $HOME) is neither read nor
+// written. NewConfinement finds bubblewrap and probes it once; when it is
+// missing or unusable, a call whose profile is not off is not started
+// (sandbox_unavailable, with the fix: apt-get install bubblewrap). A Bash
+// call that failed because the sandbox blocked it (sandbox.Detect) fails
+// with code sandbox_denied and an error that says what was blocked and how
+// to ask for more ("network": true, "dangerouslyDisableSandbox": true).
+// Every result of a call that ran records its profile (ToolResult.Sandbox).
+//
 // Path arguments are resolved inside the workspace; a path that escapes it
 // (.., an absolute path elsewhere, a symlink pointing out) is refused as
 // invalid arguments before anything runs. This package does not decide

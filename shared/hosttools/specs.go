@@ -13,7 +13,9 @@ var Specs = []permission.ToolSpec{
 	{Name: "Bash", Description: "Run a bash command in the workspace (bash --noprofile --norc -c; no terminal, no input).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{` +
 		`"command":{"type":"string","description":"The command; the whole program is reviewed."},` +
 		`"description":{"type":"string","description":"What it does, for people (not part of its identity)."},` +
-		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."}}}`)},
+		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."},` +
+		`"network":{"type":"boolean","description":"Run with network access (the sandbox has none by default); asks the owner unless the policy allows it."},` +
+		`"dangerouslyDisableSandbox":{"type":"boolean","description":"Run outside the sandbox; asks the owner unless the policy allows it."}}}`)},
 	{Name: "Read", Description: "Read a file of the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path"],"properties":{` +
 		`"file_path":{"type":"string"}}}`)},
 	{Name: "Write", Description: "Write a file of the workspace (replacing it).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path","content"],"properties":{` +

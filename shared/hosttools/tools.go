@@ -16,6 +16,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 )
 
 // Limits of the host tools.
@@ -36,6 +37,10 @@ type Runner struct {
 	// checks it at start-up). Zero: "bash" in PATH, resolved once per
 	// process on first use.
 	Shell Shell
+	// Sandbox is how calls are confined (NewConfinement). Nil: bubblewrap
+	// in PATH and the credential stores under $HOME hidden, resolved once
+	// per process on first use.
+	Sandbox *Confinement
 }
 
 // Invalid is a structured invalid-arguments result: nothing ran.
@@ -48,22 +53,42 @@ func invalid(problems ...actionflow.FieldProblem) actionflow.ToolResult {
 		Error: strings.Join(msgs, "; "), Validation: problems}
 }
 
-// Run executes one tool call. Deterministic failures are results with
-// outcome failed; an error means the outcome is unknown.
+// Run executes one tool call in the default sandbox profile (RunIn).
 func (r Runner) Run(ctx context.Context, tool string, args []byte) (actionflow.ToolResult, error) {
+	return r.RunIn(ctx, sandbox.Default(), tool, args)
+}
+
+// RunIn executes one tool call in the sandbox profile p (the decision's).
+// Deterministic failures are results with outcome failed; an error means
+// the outcome is unknown. A call this host cannot confine (bubblewrap
+// missing, the profile not off) is a not_started result: nothing ran.
+// Every result of a call that ran records p (ToolResult.Sandbox).
+func (r Runner) RunIn(ctx context.Context, p sandbox.Profile, tool string, args []byte) (actionflow.ToolResult, error) {
+	if err := r.Unavailable(p); err != nil {
+		return notStarted("sandbox_unavailable", err), nil
+	}
+	var (
+		res actionflow.ToolResult
+		err error
+	)
 	// bash, read_file, write_file and edit_file are Bash, Read, Write and
 	// Edit: the one list the permission engine judges them by.
 	switch identity.CanonicalTool(tool) {
 	case "Bash":
-		return r.bash(ctx, args)
+		res, err = r.bash(ctx, p, args)
 	case "Read":
-		return r.read(args)
+		res, err = r.read(p, args)
 	case "Write":
-		return r.write(args)
+		res, err = r.write(p, args)
 	case "Edit":
-		return r.edit(args)
+		res, err = r.edit(p, args)
+	default:
+		return invalid(actionflow.FieldProblem{Field: "tool", Problem: "this host does not run " + tool}), nil
 	}
-	return invalid(actionflow.FieldProblem{Field: "tool", Problem: "this host does not run " + tool}), nil
+	if res.Outcome != lifecycle.OutcomeNotStarted && res.ErrorCode != "invalid_arguments" {
+		res.Sandbox = &p
+	}
+	return res, err
 }
 
 func decodeArgs(args []byte, v any) *actionflow.FieldProblem {
@@ -100,7 +125,7 @@ func (r Runner) resolve(field, p string) (string, *actionflow.FieldProblem) {
 	return full, nil
 }
 
-func (r Runner) bash(ctx context.Context, args []byte) (actionflow.ToolResult, error) {
+func (r Runner) bash(ctx context.Context, profile sandbox.Profile, args []byte) (actionflow.ToolResult, error) {
 	var a struct {
 		Command     string `json:"command"`
 		Description string `json:"description"`
@@ -142,12 +167,25 @@ func (r Runner) bash(ctx context.Context, args []byte) (actionflow.ToolResult, e
 		// Nothing ran: without bash the command cannot run as analysed.
 		return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "shell_unavailable", Error: err.Error()}, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	// The program the permission engine analysed (bash dialect) is the one
 	// that runs: bash itself, no startup files, and an environment without
-	// the variables that make bash run or parse anything else (CommandEnv).
-	cmd := exec.CommandContext(cctx, sh.Path, append(append([]string{}, BashArgs...), a.Command)...)
+	// the variables that make bash run or parse anything else (CommandEnv),
+	// inside bubblewrap's sandbox of the call's profile (unless it is off).
+	argv := append(append([]string{sh.Path}, BashArgs...), a.Command)
+	if profile.Mode != sandbox.ModeOff {
+		v, c, err := r.view(profile)
+		if err != nil {
+			return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "sandbox_invalid", Error: err.Error()}, nil
+		}
+		bw, err := v.Args()
+		if err != nil {
+			return actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "sandbox_invalid", Error: err.Error()}, nil
+		}
+		argv = append(append([]string{c.Bwrap}, bw...), argv...)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = CommandEnv(nil)
 	cmd.Stdin = nil // /dev/null: nothing to read, no prompt to answer
@@ -191,6 +229,12 @@ func (r Runner) bash(ctx context.Context, args []byte) (actionflow.ToolResult, e
 			return res, fmt.Errorf("run bash: %w", err)
 		}
 		res.Outcome, res.ErrorCode, res.Error = lifecycle.OutcomeFailed, fmt.Sprintf("exit_%d", *res.ExitCode), err.Error()
+		// The command ran and failed: if its output shows the sandbox
+		// blocked it, say so and how to ask for more (sandbox.Detect's
+		// heuristics; the exit status stays on the result).
+		if d, ok := sandbox.Detect(profile, res.Output); ok {
+			res.ErrorCode, res.Error = "sandbox_denied", d.Explain()
+		}
 	}
 	return res, nil
 }
@@ -214,7 +258,7 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r Runner) read(args []byte) (actionflow.ToolResult, error) {
+func (r Runner) read(profile sandbox.Profile, args []byte) (actionflow.ToolResult, error) {
 	var a struct {
 		fileArg
 	}
@@ -224,6 +268,9 @@ func (r Runner) read(args []byte) (actionflow.ToolResult, error) {
 	full, p := r.resolve("file_path", a.name())
 	if p != nil {
 		return invalid(*p), nil
+	}
+	if denied := r.fileAccess(profile, full, false); denied != nil {
+		return *denied, nil
 	}
 	f, err := os.Open(full)
 	if err != nil {
@@ -238,7 +285,7 @@ func (r Runner) read(args []byte) (actionflow.ToolResult, error) {
 	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: buf.String(), Truncated: buf.cut}, nil
 }
 
-func (r Runner) write(args []byte) (actionflow.ToolResult, error) {
+func (r Runner) write(profile sandbox.Profile, args []byte) (actionflow.ToolResult, error) {
 	var a struct {
 		fileArg
 		Content string `json:"content"`
@@ -249,6 +296,9 @@ func (r Runner) write(args []byte) (actionflow.ToolResult, error) {
 	full, p := r.resolve("file_path", a.name())
 	if p != nil {
 		return invalid(*p), nil
+	}
+	if denied := r.fileAccess(profile, full, true); denied != nil {
+		return *denied, nil
 	}
 	if len(a.Content) > MaxFileBytes {
 		return invalid(actionflow.FieldProblem{Field: "content", Problem: fmt.Sprintf("more than %d bytes", MaxFileBytes)}), nil
@@ -262,7 +312,7 @@ func (r Runner) write(args []byte) (actionflow.ToolResult, error) {
 	return actionflow.ToolResult{Outcome: lifecycle.OutcomeSucceeded, Output: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.name())}, nil
 }
 
-func (r Runner) edit(args []byte) (actionflow.ToolResult, error) {
+func (r Runner) edit(profile sandbox.Profile, args []byte) (actionflow.ToolResult, error) {
 	var a struct {
 		fileArg
 		OldString  string `json:"old_string"`
@@ -275,6 +325,9 @@ func (r Runner) edit(args []byte) (actionflow.ToolResult, error) {
 	full, p := r.resolve("file_path", a.name())
 	if p != nil {
 		return invalid(*p), nil
+	}
+	if denied := r.fileAccess(profile, full, true); denied != nil {
+		return *denied, nil
 	}
 	if a.OldString == "" {
 		return invalid(actionflow.FieldProblem{Field: "old_string", Problem: "required"}), nil

@@ -17,4 +17,10 @@
 // service inside `lifecycle serve`, or over HTTP (`lifecycle host`). A claim
 // that loses (another worker started it) is skipped, never run twice. Run
 // logs the shell that runs Bash commands when it starts.
+//
+// Each task runs in the sandbox profile it carries (Task.Sandbox; nil: the
+// default). Without bubblewrap, a worker whose Host is a Refuser (the
+// in-process Direct) refuses each task before claiming it, so it ends
+// not_started (a task whose profile is off still runs); a worker over the
+// API, which cannot refuse unclaimed, does not start.
 package hostworker

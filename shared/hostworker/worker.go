@@ -12,6 +12,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 )
 
 // Host is the lifecycle as a host worker sees it.
@@ -26,6 +27,15 @@ type Host interface {
 	// its dispatch wait); without it the lifecycle records the action
 	// unknown after the DispatchHost state's HeartbeatSeconds.
 	Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error
+}
+
+// Refuser is a Host that can refuse a task before claiming it
+// (actionflow.Service.HostRefuse): the worker cannot confine it
+// (bubblewrap missing), so it ends not_started instead of running
+// unconfined. A refusal of a task whose profile is off fails with
+// actionflow.ErrSandboxOff: the worker runs it.
+type Refuser interface {
+	Refuse(ctx context.Context, id ids.ActionID, res actionflow.ToolResult) error
 }
 
 // Worker runs host tasks.
@@ -78,6 +88,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.Log.Info("host worker running", "workspace", w.Runner.Workspace, "shell", w.Runner.Shell.String(),
 		"shell_args", hosttools.BashArgs, "parallel", w.Parallel)
+	if err := w.Runner.Unavailable(sandbox.Default()); err != nil {
+		if _, ok := w.Host.(Refuser); !ok {
+			// This Host cannot refuse a task before claiming it, and a
+			// claimed task that cannot run would be recorded unknown: run
+			// nothing rather than anything unconfined.
+			return fmt.Errorf("host worker: %w; this worker claims tasks over the API and cannot refuse them unclaimed, so it does not start", err)
+		}
+		w.Log.Warn("host tools are refused unless the policy turns the sandbox off", "error", err)
+	}
 	var (
 		wg    sync.WaitGroup
 		slots = make(chan struct{}, w.Parallel)
@@ -174,6 +193,9 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 	}
 	attempt := ids.NewAttemptID()
 	log := w.Log.With("action_id", id, "attempt_id", attempt)
+	if refused, err := w.refuse(ctx, log, id); refused || err != nil {
+		return err
+	}
 	task, err := w.Host.Start(ctx, id, attempt)
 	if err != nil {
 		var ce *actionflow.ConflictError
@@ -185,7 +207,11 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 	}
 	log = log.With("execution_id", task.ExecutionID, "tool", task.Tool)
 	stopBeat := w.heartbeat(ctx, log, id, attempt, task.Fence)
-	res, err := w.Runner.Run(ctx, task.Tool, task.Arguments)
+	profile := sandbox.Default()
+	if task.Sandbox != nil {
+		profile = *task.Sandbox
+	}
+	res, err := w.Runner.RunIn(ctx, profile, task.Tool, task.Arguments)
 	stopBeat()
 	if err != nil {
 		res = actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "host_error", Error: err.Error()}
@@ -200,6 +226,33 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 	}
 	log.Info("host: task done", "outcome", res.Outcome)
 	return nil
+}
+
+// refuse ends a task this worker cannot confine before claiming it: with
+// bubblewrap missing, a task whose profile is not off is refused
+// not_started (nothing claimed, nothing ran) with the reason and the fix.
+// It reports whether the task was refused (or is no longer this worker's).
+// A Host that cannot refuse gets the task claimed; RunIn then refuses to
+// run it unconfined.
+func (w *Worker) refuse(ctx context.Context, log *slog.Logger, id ids.ActionID) (bool, error) {
+	missing := w.Runner.Unavailable(sandbox.Default())
+	rf, ok := w.Host.(Refuser)
+	if missing == nil || !ok {
+		return false, nil
+	}
+	err := rf.Refuse(ctx, id, actionflow.ToolResult{Outcome: lifecycle.OutcomeNotStarted, ErrorCode: "sandbox_unavailable", Error: missing.Error()})
+	var ce *actionflow.ConflictError
+	switch {
+	case err == nil:
+		log.Warn("host: task refused, not started: no sandbox", "error", missing)
+		return true, nil
+	case errors.Is(err, actionflow.ErrSandboxOff):
+		return false, nil // the policy runs it unconfined
+	case errors.As(err, &ce):
+		return true, nil // claimed or closed elsewhere
+	}
+	log.Warn("host: refusing a task failed", "error", err)
+	return true, err
 }
 
 // heartbeat heartbeats the task every HeartbeatEvery until the returned
@@ -283,6 +336,11 @@ func (d Direct) Tasks(ctx context.Context, wait time.Duration) ([]ids.ActionID, 
 // process dies, the next one knows the worker died with it.
 func (d Direct) Start(ctx context.Context, id ids.ActionID, attempt ids.AttemptID) (actionflow.Task, error) {
 	return d.Service.HostStartLocal(ctx, id, attempt)
+}
+
+// Refuse refuses a task before it is claimed (actionflow.Service.HostRefuse).
+func (d Direct) Refuse(ctx context.Context, id ids.ActionID, res actionflow.ToolResult) error {
+	return d.Service.HostRefuse(ctx, id, res)
 }
 
 func (d Direct) Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64) error {

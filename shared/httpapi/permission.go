@@ -36,6 +36,31 @@ func ValidatePermissionPolicy(doc json.RawMessage) (string, error) {
 	return "", &actionflow.ValidationError{Field: "policy", Msg: err.Error()}
 }
 
+// PermissionPolicyValidator is ValidatePermissionPolicy followed by the
+// checks only the engine can make (its sandbox paths against the service's
+// state directory and the credential stores under home), answered as a
+// ValidationError naming the setting ("policy.sandbox.writable[0]").
+func PermissionPolicyValidator(eng *permission.Engine, home string) func(json.RawMessage) (string, error) {
+	return func(doc json.RawMessage) (string, error) {
+		v, err := ValidatePermissionPolicy(doc)
+		if err != nil {
+			return v, err
+		}
+		p, err := permission.ParsePolicy(doc)
+		if err == nil {
+			err = eng.CheckSandbox(p, home)
+		}
+		var se *permission.SandboxPathError
+		if errors.As(err, &se) {
+			return "", &actionflow.ValidationError{Field: "policy." + se.Field, Msg: se.Error()}
+		}
+		if err != nil {
+			return "", &actionflow.ValidationError{Field: "policy", Msg: err.Error()}
+		}
+		return v, nil
+	}
+}
+
 // LivePolicies returns a session's live permission policy (nil: none;
 // decider.Policies has the same shape).
 type LivePolicies interface {

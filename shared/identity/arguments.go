@@ -54,6 +54,13 @@ var (
 		{Name: "command", Type: TypeString, Required: true, NonEmpty: true},
 		{Name: "description", Type: TypeString},
 		{Name: "timeout", Type: TypeInteger, Min: 0, Max: 600000},
+		// Escalation: the same command with the sandbox relaxed (Claude
+		// Code's spelling for "unconfined"; network: reach the network).
+		// Part of the call's identity, so a grant or approval of the
+		// sandboxed form never covers the relaxed one; the permission
+		// engine asks unless a rule allows the relaxation.
+		{Name: "dangerouslyDisableSandbox", Type: TypeBoolean},
+		{Name: "network", Type: TypeBoolean},
 		// No cwd: a host command runs in the workspace root, where the
 		// engine resolves its paths (cd DIR && ... is analysed instead).
 	}

@@ -35,6 +35,9 @@ func TestCheckArguments(t *testing.T) {
 		{"timeout not an integer", "Bash", `{"command":"ls","timeout":1.5}`, []string{"timeout:want an integer"}, false},
 		{"timeout a numeric string", "Bash", `{"command":"ls","timeout":"100"}`, []string{"timeout:want an integer, got a string"}, false},
 		{"timeout out of range", "Bash", `{"command":"ls","timeout":600001}`, []string{"timeout:must be 0..600000"}, false},
+		{"Bash escalation fields", "Bash", `{"command":"npm ci","network":true,"dangerouslyDisableSandbox":false}`, nil, false},
+		{"Bash escalation fields are booleans", "bash", `{"command":"npm ci","network":"yes","dangerouslyDisableSandbox":1}`,
+			[]string{"dangerouslyDisableSandbox:want true or false, got a number", "network:want true or false, got a string"}, false},
 		{"not an object", "Read", `["a"]`, []string{"arguments:not a JSON object"}, false},
 		{"a tool without a contract is not checked", "noop", `{"anything":1}`, nil, false},
 	}

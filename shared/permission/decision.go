@@ -6,6 +6,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -67,6 +68,7 @@ const (
 	SourceCounter        Source = "counter"    // the refusal fallback threshold
 	SourceApproval       Source = "approval"   // a human approved this exact action
 	SourceRevalidation   Source = "revalidation"
+	SourceSandbox        Source = "sandbox" // the call asks to relax its sandbox
 )
 
 // Code is the machine-readable specific reason.
@@ -110,6 +112,7 @@ const (
 	CodeResolutionUnverified   Code = "resolution_unverified" // no file system to resolve the recorded paths
 	CodeTooManyPaths           Code = "too_many_paths"        // more paths than a decision can record
 	CodeNotAllowed             Code = "not_allowed"           // the prior decision was a deny
+	CodeSandboxRelaxation      Code = "sandbox_relaxation"    // dangerouslyDisableSandbox or network no rule allows
 )
 
 // Reason is the machine-readable account of a decision.
@@ -161,6 +164,12 @@ type Decision struct {
 	// file system (symbolic links, "..") when it was made; revalidation
 	// resolves them again and denies on any difference.
 	Resolutions []PathResolution `json:"resolutions,omitempty"`
+	// Sandbox is the profile a host tool call runs in (allow and ask; for
+	// an ask, the profile that runs once approved): the policy's sandbox
+	// settings, the tool's, the deciding allow rule's, and the call's own
+	// relaxation (dangerouslyDisableSandbox, network). Nil for tools the
+	// host does not run and for denials.
+	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
 }
 
 // RiskRefusal reports whether the automatic reviewer refused the call. Such

@@ -148,6 +148,32 @@
 // judges what it names then. A grant or approval for one action never
 // authorizes a modified command, because the digest differs.
 //
+// # Sandbox
+//
+// Every decision for a host tool (Bash, Read, Write, Edit, any spelling)
+// carries the sandbox profile the call runs in (Decision.Sandbox, a
+// sandbox.Profile; nil for other tools and for denials). The policy chooses
+// it (Policy.Sandbox, the document's "sandbox" key): confined with no
+// network by default, "off" for every call, and per tool and per allow
+// rule (keyed by the rule's text) the network, extra read-only or writable
+// paths, or "mode": "off". Paths are checked when the policy is parsed
+// (absolute, clean, not "/", not in a credential store, a writable one not
+// a home), when the service stores it (Engine.CheckSandbox: against
+// Config.ProtectedPaths and the credential stores under the home, a
+// *SandboxPathError naming the setting), and again when deciding: a
+// profile that opens one is a hard-constraint denial (CodeProtectedPath).
+//
+// A Bash call may ask to relax its sandbox (dangerouslyDisableSandbox,
+// network: part of its arguments, so of its digest). An allow that does
+// not already give that relaxation (the deciding rule's, the tool's or the
+// policy's settings) becomes a question for a person (SourceSandbox,
+// CodeSandboxRelaxation): in every mode, bypassPermissions included, and
+// the automatic reviewer's allow too; it is denied where nobody can
+// approve. A grant covers exactly one digest, so a grant of the sandboxed
+// form never covers the relaxed one (a grant of exactly the relaxed call
+// does). Hard constraints, restrictions and deny rules decide before any
+// of this. The approved decision (Revalidate) carries the relaxed profile.
+//
 // # Automatic review and the refusal fallback
 //
 // In auto mode a call no rule decides goes to the Classifier with the

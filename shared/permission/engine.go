@@ -189,11 +189,29 @@ type result struct {
 //  9. allow rules
 //  10. the mode's defaults (bypass, read-only in scope, acceptEdits,
 //     auto review, dontAsk, otherwise a human)
+//  11. the sandbox: an allow (other than a grant of exactly this call)
+//     of a Bash call that relaxes its sandbox beyond what the policy,
+//     the tool's and the allow rule's sandbox settings give needs a human
+//     (SourceSandbox); a profile whose extra paths open a protected path
+//     is a hard-constraint denial
 //
 // A rule in 2, 3 or 5 that the input might match (a computed word, an
 // unparseable program) denies with CodeUnverifiable: an explicit denial
 // is never turned into a question because the input hid what it does.
 func (e *Engine) evaluate(x *evalCtx) result {
+	res := x.relaxed(e.evaluateRules(x))
+	if res.out != outDeny {
+		if r, bad := e.protectedProfile(x, x.profile(res)); bad {
+			return result{outDeny, r}
+		}
+	}
+	return res
+}
+
+// evaluateRules is evaluate before the sandbox: a relaxation no rule
+// allows (x.relaxed) turns its allow into a question, and a profile that
+// opens a protected path into a denial.
+func (e *Engine) evaluateRules(x *evalCtx) result {
 	tool := x.req.Call.Tool
 	pol := x.pol
 	if r, src, hidden := HiddenBy(pol, tool); hidden {
@@ -344,6 +362,14 @@ func (x *evalCtx) pathsInScope() bool {
 // caller retries; nothing was counted); a wrapped store error when a
 // counter cannot be written. An error never means allow.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
+	d, err := e.decide(ctx, req)
+	if d.Permission == lifecycle.PermissionDeny {
+		d.Sandbox = nil // nothing runs
+	}
+	return d, err
+}
+
+func (e *Engine) decide(ctx context.Context, req Request) (Decision, error) {
 	x, err := e.prepare(req)
 	if err != nil {
 		return Decision{}, err
@@ -374,6 +400,9 @@ func (e *Engine) decision(x *evalCtx, res result) Decision {
 		PolicyDigest:  x.pol.Digest(),
 		ContextDigest: contextDigest(x.req.Trusted),
 		ArgsDigest:    x.digest,
+	}
+	if res.out != outDeny {
+		d.Sandbox = x.profile(res)
 	}
 	switch res.out {
 	case outDeny:
@@ -467,6 +496,12 @@ func (e *Engine) review(ctx context.Context, x *evalCtx, d Decision) (Decision, 
 		// Not a refusal: a person decides, and no counter changes.
 		d.Reason = Reason{Source: SourceClassifier, Code: CodeNotProvenSafe, Verdict: &vv,
 			Detail: "the automatic review could not prove it safe: " + v.Reason}
+		return e.human(x, d), nil
+	}
+	if v.Kind == VerdictAllow && x.view.relax.exceeds(x.baseProfile(result{})) {
+		// The reviewer never allows a relaxed sandbox on its own.
+		d.Reason = x.relaxReason("", "allowed by the automatic review ("+v.Reason+")")
+		d.Reason.Verdict = &vv
 		return e.human(x, d), nil
 	}
 	if v.Kind == VerdictAllow {

@@ -37,6 +37,9 @@ type Policy struct {
 	Grants []Grant
 	// AdditionalDirectories extend the project scope (absolute paths).
 	AdditionalDirectories []string
+	// Sandbox chooses the sandbox profile of host tool calls (zero: the
+	// default, confined, no network; see SandboxPolicy).
+	Sandbox SandboxPolicy
 }
 
 // Grant is a scoped grant: exactly one operation (tool + canonical argument
@@ -117,8 +120,20 @@ var digestFormat = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 //	  "ask": ["Bash(git push *)"],
 //	  "allow": ["Bash(npm run test:*)", "WebFetch(domain:example.com)"],
 //	  "grants": [{"tool": "Bash", "argsDigest": "sha256:...", "policyVersion": "2025-01-07.1"}],
-//	  "additionalDirectories": ["/srv/shared"]
+//	  "additionalDirectories": ["/srv/shared"],
+//	  "sandbox": {"network": false, "readOnly": ["/opt/sdk"],
+//	    "tools": {"Bash": {"writable": ["/var/cache/build"]}},
+//	    "rules": {"Bash(npm run test:*)": {"network": true}}}
 //	}
+//
+// "sandbox" chooses the sandbox profile of host tool calls (SandboxPolicy):
+// absent, every call runs confined with no network; "off" runs every host
+// call unconfined (and every decision records mode off); per tool and per
+// allow rule (keyed by the rule's text) it opens the network, turns the
+// sandbox off ("mode": "off") or adds read-only or writable paths. A Bash
+// call that relaxes its own sandbox (dangerouslyDisableSandbox, network)
+// is asked unless the settings of the allow rule that allows it (or the
+// tool's, or the policy's) already give that relaxation.
 //
 // Every key is optional except version. Unknown or duplicate keys, values
 // of the wrong type, rules that do not parse and grants for another version
@@ -208,6 +223,7 @@ func (p *policyParser) parse() *Policy {
 	}
 	seen := map[string]bool{}
 	versionOff := start
+	sandboxOff := start
 	for p.dec.More() {
 		keyOff := p.nextStart()
 		tok, err := p.dec.Token()
@@ -260,8 +276,20 @@ func (p *policyParser) parse() *Policy {
 			}) {
 				return nil
 			}
+		case "sandbox":
+			var raw json.RawMessage
+			if err := p.dec.Decode(&raw); err != nil {
+				p.fatal(err, valOff, key)
+				return nil
+			}
+			sp, probs := parseSandbox(raw)
+			for _, pr := range probs {
+				p.errAt(valOff, pr.field, "", "%s", pr.msg)
+			}
+			pol.Sandbox = sp
+			sandboxOff = valOff
 		default:
-			p.errAt(keyOff, key, "", "unknown key (known: version, mode, hardConstraints, restrictions, deny, ask, allow, grants, additionalDirectories)")
+			p.errAt(keyOff, key, "", "unknown key (known: version, mode, hardConstraints, restrictions, deny, ask, allow, grants, additionalDirectories, sandbox)")
 			var skip json.RawMessage
 			if err := p.dec.Decode(&skip); err != nil {
 				p.fatal(err, valOff, key)
@@ -278,6 +306,9 @@ func (p *policyParser) parse() *Policy {
 	}
 	if pol.Version == "" && !seen["version"] {
 		p.errAt(versionOff, "version", "", "a policy needs a version")
+	}
+	for _, pr := range pol.Sandbox.check(pol.Allow) {
+		p.errAt(sandboxOff, pr.field, "", "%s", pr.msg)
 	}
 	for i, g := range pol.Grants {
 		if g.PolicyVersion != pol.Version {
@@ -426,15 +457,16 @@ func (p *policyParser) grants(pol *Policy, field string) bool {
 
 // document is the JSON form of a policy.
 type document struct {
-	Version               string   `json:"version"`
-	Mode                  Mode     `json:"mode"`
-	HardConstraints       []string `json:"hardConstraints,omitempty"`
-	Restrictions          []string `json:"restrictions,omitempty"`
-	Deny                  []string `json:"deny,omitempty"`
-	Ask                   []string `json:"ask,omitempty"`
-	Allow                 []string `json:"allow,omitempty"`
-	Grants                []Grant  `json:"grants,omitempty"`
-	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	Version               string         `json:"version"`
+	Mode                  Mode           `json:"mode"`
+	HardConstraints       []string       `json:"hardConstraints,omitempty"`
+	Restrictions          []string       `json:"restrictions,omitempty"`
+	Deny                  []string       `json:"deny,omitempty"`
+	Ask                   []string       `json:"ask,omitempty"`
+	Allow                 []string       `json:"allow,omitempty"`
+	Grants                []Grant        `json:"grants,omitempty"`
+	AdditionalDirectories []string       `json:"additionalDirectories,omitempty"`
+	Sandbox               *SandboxPolicy `json:"sandbox,omitempty"`
 }
 
 func texts(rules []Rule) []string {
@@ -452,7 +484,15 @@ func (p *Policy) MarshalJSON() ([]byte, error) {
 		HardConstraints: texts(p.HardConstraints), Restrictions: texts(p.Restrictions),
 		Deny: texts(p.Deny), Ask: texts(p.Ask), Allow: texts(p.Allow),
 		Grants: p.Grants, AdditionalDirectories: p.AdditionalDirectories,
+		Sandbox: sandboxDoc(p.Sandbox),
 	})
+}
+
+func sandboxDoc(s SandboxPolicy) *SandboxPolicy {
+	if s.isZero() {
+		return nil
+	}
+	return &s
 }
 
 // UnmarshalJSON parses a policy document with ParsePolicy.
@@ -500,6 +540,10 @@ func (p *Policy) validate() error {
 				return fmt.Errorf("policy %s: a rule was not built with ParseRule", p.Version)
 			}
 		}
+	}
+	sp := p.Sandbox
+	if probs := sp.check(p.Allow); len(probs) > 0 {
+		return fmt.Errorf("policy %s: %s: %s", p.Version, probs[0].field, probs[0].msg)
 	}
 	return nil
 }

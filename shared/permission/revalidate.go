@@ -234,6 +234,9 @@ func (e *Engine) Revalidate(ctx context.Context, prior Decision, approval Approv
 	default:
 		return deny(CodeNotAllowed, "the call is no longer allowed without an approval: %s", res.reason.Detail)
 	}
+	// The profile is chosen again from the live policy (its digest is
+	// unchanged, so it is the one decided), approved relaxation included.
+	d.Sandbox = x.profile(res)
 	if len(prior.Preconditions) > 0 {
 		if e.cfg.FS == nil {
 			return deny(CodePreconditionUnverified, "the decision has file preconditions and no file system is configured to check them")

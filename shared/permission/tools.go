@@ -31,6 +31,9 @@ type callView struct {
 	command string
 	// cwd is the Bash tool's working directory argument, as given.
 	cwd string
+	// relax is what a Bash call asks beyond its sandbox profile
+	// (dangerouslyDisableSandbox, network).
+	relax relaxation
 }
 
 // canonicalTool is the tool a call or rule names, whatever its spelling:
@@ -103,6 +106,18 @@ func viewCall(c Call) (callView, error) {
 		v.command = cmd
 		if v.cwd, _, err = str("cwd", false); err != nil {
 			return v, err
+		}
+		for _, f := range []struct {
+			name string
+			dst  *bool
+		}{{"dangerouslyDisableSandbox", &v.relax.off}, {"network", &v.relax.network}} {
+			raw, ok := fields[f.name]
+			if !ok {
+				continue
+			}
+			if err := json.Unmarshal(raw, f.dst); err != nil || (string(raw) != "true" && string(raw) != "false") {
+				return v, &InvalidCallError{ActionID: c.ActionID, Tool: c.Tool, Field: f.name, Msg: "want true or false"}
+			}
 		}
 	case "Read", "Write", "Edit", "MultiEdit":
 		p, _, err := str("file_path", true)
