@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/mcpgateway"
 )
@@ -128,6 +129,23 @@ func (s *serveStack) decide(t *testing.T, ap httpapi.ApprovalView, decision stri
 	if _, err := s.do("POST", "/v1/approvals/"+string(ap.ApprovalID), s.human,
 		map[string]any{"decision": decision, "digest": ap.ArgsDigest}, nil, nil); err != nil {
 		t.Fatalf("%s: %v", decision, err)
+	}
+}
+
+// recorded waits for the action's receipt.
+func (s *serveStack) recorded(t *testing.T, id ids.ActionID) httpapi.ActionView {
+	t.Helper()
+	var v httpapi.ActionView
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := s.do("GET", "/v1/actions/"+string(id)+"?wait=5", s.human, nil, &v, nil); err != nil {
+			t.Fatal(err)
+		}
+		if v.Receipt != nil {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("action %s never recorded: %+v", id, v.States)
+		}
 	}
 }
 
@@ -267,23 +285,35 @@ func TestMCPGatewayEndToEnd(t *testing.T) {
 		ap := s.pendingApproval(t)
 		ccancel()
 		<-out
-		var v httpapi.ActionView
-		for deadline := time.Now().Add(60 * time.Second); ; {
-			if _, err := s.do("GET", "/v1/actions/"+string(ap.ActionID)+"?wait=5", s.human, nil, &v, nil); err != nil {
-				t.Fatal(err)
-			}
-			if v.Receipt != nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cancelled action never recorded: %+v", v.States)
-			}
-		}
+		v := s.recorded(t, ap.ActionID)
 		if v.Approval == nil || v.Approval.Status != "cancelled" || v.Receipt.Outcome != lifecycle.OutcomeNotStarted {
 			t.Fatalf("after cancel: approval %+v outcome %s", v.Approval, v.Receipt.Outcome)
 		}
 		if s.exists(t, "cancelled.txt") {
 			t.Fatal("a cancelled command ran")
+		}
+	})
+
+	t.Run("closing the MCP session cancels its held call", func(t *testing.T) {
+		// A client that ends its session while a call is held (the DELETE
+		// Codex and Claude Code send on exit; the Go SDK's Close would wait
+		// for the call first).
+		c2 := s.connectMCP(t, agent)
+		cctx, ccancel := context.WithCancel(ctx)
+		defer ccancel()
+		go c2.cs.CallTool(cctx, &mcp.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": "printf x > closed.txt"}})
+		ap := s.pendingApproval(t)
+		req, _ := http.NewRequest("DELETE", s.base+mcpgateway.Path, nil)
+		req.Header.Set("Authorization", "Bearer "+agent)
+		req.Header.Set("Mcp-Session-Id", c2.cs.ID())
+		resp, err := s.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		v := s.recorded(t, ap.ActionID)
+		if v.Approval == nil || v.Approval.Status != "cancelled" || v.Receipt.Outcome != lifecycle.OutcomeNotStarted || s.exists(t, "closed.txt") {
+			t.Fatalf("after the session closed: approval %+v outcome %s", v.Approval, v.Receipt.Outcome)
 		}
 	})
 

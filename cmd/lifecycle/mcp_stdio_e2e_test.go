@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 )
 
@@ -123,15 +122,7 @@ func TestMCPStdioBridge(t *testing.T) {
 		ap := s.pendingApproval(t)
 		ccancel()
 		<-done
-		var v httpapi.ActionView
-		for deadline := time.Now().Add(60 * time.Second); v.Receipt == nil; {
-			if _, err := s.do("GET", "/v1/actions/"+string(ap.ActionID)+"?wait=5", s.human, nil, &v, nil); err != nil {
-				t.Fatal(err)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("never recorded: %+v", v.States)
-			}
-		}
+		v := s.recorded(t, ap.ActionID)
 		if v.Approval.Status != "cancelled" || v.Receipt.Outcome != lifecycle.OutcomeNotStarted || s.exists(t, "stdio-cancelled.txt") {
 			t.Fatalf("after cancel over stdio: approval %s outcome %s", v.Approval.Status, v.Receipt.Outcome)
 		}

@@ -84,6 +84,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return errorResult(nil, "This token may not submit tool calls: "+err.Error()), nil
 	}
 	id := identify(req, p)
+	ctx, release := g.hold(ctx, req.Session.ID(), p)
+	defer release()
 	args := req.Params.Arguments
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
@@ -149,6 +151,10 @@ func (g *Gateway) await(ctx context.Context, req *mcp.CallToolRequest, a actionf
 		progress.send(ctx, status)
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errGatewayStopping) {
+				return errorResult(&a, fmt.Sprintf("The lifecycle server is stopping; action %s was not cancelled and continues after it restarts "+
+					"(its result will be in its receipt). Send the same request again after the restart to wait for it.", a.ActionID)), nil
+			}
 			return nil, g.abandon(a.ActionID, ctx.Err())
 		case <-hold:
 			return g.heldTooLong(a.ActionID, id)
@@ -190,13 +196,67 @@ func (g *Gateway) check(ctx context.Context, id ids.ActionID) (done bool, res *m
 	return false, nil, status, nil
 }
 
-// abandon cancels the action of a request the client cancelled. When the
-// gateway itself is stopping (serve's orderly stop closes every session)
-// the action is left as it is: it is durable and continues after a restart.
-func (g *Gateway) abandon(id ids.ActionID, cause error) error {
-	if g.closing.Load() {
-		return cause
+// errGatewayStopping ends held calls when the gateway stops; their
+// actions are left as they are (durable, they continue after a restart).
+var errGatewayStopping = errors.New("the MCP gateway is stopping")
+
+// errSessionClosed ends the held calls of an MCP session its client closed.
+var errSessionClosed = errors.New("the MCP client closed its session")
+
+// heldCall is a tools/call waiting for its action's outcome.
+type heldCall struct {
+	user   string
+	cancel context.CancelCauseFunc
+}
+
+// hold registers a held call of an MCP session, so that the client's
+// closing of the session (DELETE) or the gateway's stop can end it: the
+// SDK's session close waits for running handlers without cancelling them.
+func (g *Gateway) hold(ctx context.Context, mcpSession string, p actionflow.Principal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	h := &heldCall{user: userID(p), cancel: cancel}
+	g.heldMu.Lock()
+	if g.stopping {
+		g.heldMu.Unlock()
+		cancel(errGatewayStopping)
+		return ctx, func() {}
 	}
+	if g.held[mcpSession] == nil {
+		g.held[mcpSession] = map[*heldCall]bool{}
+	}
+	g.held[mcpSession][h] = true
+	g.heldMu.Unlock()
+	return ctx, func() {
+		g.heldMu.Lock()
+		delete(g.held[mcpSession], h)
+		if len(g.held[mcpSession]) == 0 {
+			delete(g.held, mcpSession)
+		}
+		g.heldMu.Unlock()
+		cancel(nil)
+	}
+}
+
+// endHeld cancels the held calls of one MCP session (only its own user's)
+// or, with mcpSession "", of every session.
+func (g *Gateway) endHeld(mcpSession, user string, cause error) {
+	g.heldMu.Lock()
+	defer g.heldMu.Unlock()
+	for sid, calls := range g.held {
+		if mcpSession != "" && sid != mcpSession {
+			continue
+		}
+		for h := range calls {
+			if user == "" || h.user == user {
+				h.cancel(cause)
+			}
+		}
+	}
+}
+
+// abandon cancels the action of a request the client cancelled (or whose
+// session it closed): a pending approval becomes cancelled, nothing runs.
+func (g *Gateway) abandon(id ids.ActionID, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	started, err := g.svc.CancelAction(ctx, id, cancelReason)

@@ -40,12 +40,18 @@
 // approval is decided only through a human-authenticated path (the UI, the
 // API with a human token); this package never sends an elicitation, and no
 // answer arriving over MCP can approve anything. When the client cancels
-// the request (notifications/cancelled, or closing its session),
+// the request (notifications/cancelled) or ends its MCP session (DELETE;
+// the SDK's session close would otherwise wait for held calls),
 // actionflow.Service.CancelAction closes the action: a pending approval
 // becomes cancelled and nothing runs; an action that already started is not
 // undone and keeps its receipt. When the gateway itself stops (serve's
-// orderly stop), held actions are left as they are: durable, they continue
-// after a restart.
+// orderly stop), held calls are answered that the server is stopping and
+// their actions are left as they are: durable, they continue after a
+// restart.
+//
+// Bridge serves a stdio client (`lifecycle mcp`) by relaying its messages
+// unchanged to a gateway's streamable HTTP endpoint, so everything above
+// holds for clients that launch a command.
 //
 // What it must never do: approve, decide or reconcile anything; run a tool
 // any way but through Submit; answer a refusal as a success or an unknown

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -82,10 +81,11 @@ type Gateway struct {
 
 	stop    context.CancelFunc
 	stopped chan struct{}
-	// closing: sessions end because the gateway stops, not because a
-	// client cancelled; held actions are left to continue.
-	closing   atomic.Bool
 	closeOnce sync.Once
+
+	heldMu   sync.Mutex
+	held     map[string]map[*heldCall]bool // by MCP session id
+	stopping bool
 }
 
 // New builds the gateway and starts its tool-list watcher (stopped by Close).
@@ -119,7 +119,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	g := &Gateway{cfg: cfg, svc: cfg.Service, log: cfg.Logger, servers: map[ids.SessionID]*sessionServer{}, stopped: make(chan struct{})}
+	g := &Gateway{cfg: cfg, svc: cfg.Service, log: cfg.Logger, servers: map[ids.SessionID]*sessionServer{}, stopped: make(chan struct{}),
+		held: map[string]map[*heldCall]bool{}}
 	streamable := mcp.NewStreamableHTTPHandler(g.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:      cfg.Stateless,
 		JSONResponse:   cfg.Stateless, // API Gateway cannot stream a Lambda response
@@ -130,7 +131,7 @@ func New(cfg Config) (*Gateway, error) {
 	// token on the same Mcp-Session-Id is refused) and hands every request's
 	// principal to the tool handler through its TokenInfo.
 	bearer := mcpauth.RequireBearerToken(tokenInfo, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	g.handler = g.authenticate(markRequests(bearer(streamable)))
+	g.handler = g.authenticate(g.sessionClose(markRequests(bearer(streamable))))
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel
 	go g.watch(ctx)
@@ -144,7 +145,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.
 func (g *Gateway) Close() { g.closeOnce.Do(g.close) }
 
 func (g *Gateway) close() {
-	g.closing.Store(true)
+	// Held calls end first: the SDK's session close waits for them.
+	g.heldMu.Lock()
+	g.stopping = true
+	g.heldMu.Unlock()
+	g.endHeld("", "", errGatewayStopping)
 	g.stop()
 	<-g.stopped
 	g.mu.Lock()
@@ -189,6 +194,26 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// sessionClose ends the held calls of an MCP session its client closes
+// (DELETE with its Mcp-Session-Id, by the same user): their actions are
+// cancelled, as if each call had been cancelled.
+func (g *Gateway) sessionClose(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" {
+			if p, ok := auth.PrincipalFrom(r.Context()); ok {
+				g.endHeld(sid, userID(p), errSessionClosed)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// userID is who an MCP session belongs to (the SDK refuses a session's
+// requests from any other).
+func userID(p actionflow.Principal) string {
+	return p.Role + "|" + string(p.Session) + "|" + p.Subject
+}
+
 // tokenInfo is the SDK's view of the principal authenticate put on the
 // context (the bearer token itself was verified there).
 func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*mcpauth.TokenInfo, error) {
@@ -196,7 +221,7 @@ func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*mcpauth.TokenIn
 	if !ok {
 		return nil, mcpauth.ErrInvalidToken
 	}
-	return &mcpauth.TokenInfo{UserID: p.Role + "|" + string(p.Session) + "|" + p.Subject,
+	return &mcpauth.TokenInfo{UserID: userID(p),
 		Extra: map[string]any{principalExtra: p}}, nil
 }
 
