@@ -79,8 +79,8 @@ type Gateway struct {
 	mu      sync.Mutex
 	servers map[ids.SessionID]*sessionServer
 
-	stop    context.CancelFunc
-	stopped chan struct{}
+	stop      context.CancelFunc
+	stopped   chan struct{}
 	closeOnce sync.Once
 
 	heldMu   sync.Mutex
