@@ -5,11 +5,14 @@ package main
 // made to misbehave — resending a request id — by raw JSON-RPC).
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
@@ -445,5 +449,98 @@ func TestMCPAuth(t *testing.T) {
 				t.Fatalf("401 without the API's challenge and body: %v %s", resp.Header, b)
 			}
 		})
+	}
+}
+
+// startServeIn starts serve over given directories; stop ends it (orderly)
+// and waits, so a test can start it again over the same state.
+func startServeIn(t *testing.T, stateDir, ws string) (s *serveStack, stop func()) {
+	t.Helper()
+	s = &serveStack{stateDir: stateDir, workspace: ws, session: "ses_e2e", client: &http.Client{Timeout: 60 * time.Second}}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, serveOptions{addr: "127.0.0.1:0", stateDir: stateDir, workspace: ws, session: string(s.session),
+			restartWindow: "-1", logLevel: "error", sweep: time.Minute}, pw)
+		pw.Close()
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	api := regexp.MustCompile(`API\s+(http://\S+)/v1`)
+	human := regexp.MustCompile(`Human token\s+(\S+)`)
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && (s.base == "" || s.human == "") {
+		if m := api.FindStringSubmatch(sc.Text()); m != nil {
+			s.base = m[1]
+		}
+		if m := human.FindStringSubmatch(sc.Text()); m != nil {
+			s.human = m[1]
+		}
+	}
+	if s.base == "" || s.human == "" {
+		t.Fatal("serve did not print its API address and human token")
+	}
+	go io.Copy(io.Discard, pr)
+	keys, err := auth.LoadOrCreateKeys(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.issuer, err = auth.NewIssuer(keys); err != nil {
+		t.Fatal(err)
+	}
+	return s, stop
+}
+
+// TestMCPHeldCallAcrossServeRestart: serve stops while a call waits for a
+// human; the client is told, the approval stays pending, and after the
+// restart a human's approval runs the action once.
+func TestMCPHeldCallAcrossServeRestart(t *testing.T) {
+	dir := t.TempDir()
+	stateDir, ws := filepath.Join(dir, "state"), filepath.Join(dir, "ws")
+	s, stop := startServeIn(t, stateDir, ws)
+	c := s.connectMCP(t, s.agent(t, s.session))
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	out := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": "printf once >> restarted.txt"}})
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "protocol error: " + err.Error()}}}
+		}
+		out <- res
+	}()
+	ap := s.pendingApproval(t)
+	stop()
+	select {
+	case res := <-out:
+		// The answer says the server is stopping; the stop may also cut
+		// the stream first (a protocol error). Either way nothing is
+		// cancelled: that is what the restart below checks.
+		text := resultText(res)
+		if !res.IsError || !(strings.Contains(text, "stopping") && strings.Contains(text, string(ap.ActionID)) || strings.Contains(text, "protocol error")) {
+			t.Fatalf("the held call's answer at the stop: %q", text)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held call was not answered when serve stopped")
+	}
+	s2, _ := startServeIn(t, stateDir, ws)
+	if again := s2.pendingApproval(t); again.ApprovalID != ap.ApprovalID {
+		t.Fatalf("after the restart the pending approval is %s, was %s", again.ApprovalID, ap.ApprovalID)
+	}
+	s2.decide(t, ap, "approve")
+	if v := s2.recorded(t, ap.ActionID); v.Receipt.Outcome != lifecycle.OutcomeSucceeded {
+		t.Fatalf("after the restart: %+v", v.Receipt)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "restarted.txt")); err != nil || string(b) != "once" {
+		t.Fatalf("the approved action ran %q (%v)", b, err)
 	}
 }

@@ -150,6 +150,7 @@ func (g *Gateway) close() {
 	g.stopping = true
 	g.heldMu.Unlock()
 	g.endHeld("", "", errGatewayStopping)
+	g.drainHeld(5 * time.Second)
 	g.stop()
 	<-g.stopped
 	g.mu.Lock()
@@ -161,6 +162,19 @@ func (g *Gateway) close() {
 	for _, s := range servers {
 		for ss := range s.srv.Sessions() {
 			ss.Close()
+		}
+	}
+}
+
+// drainHeld waits (at most d) until every held call has returned its
+// answer, so closing the sessions does not cut it off.
+func (g *Gateway) drainHeld(d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		g.heldMu.Lock()
+		n := len(g.held)
+		g.heldMu.Unlock()
+		if n == 0 {
+			return
 		}
 	}
 }
