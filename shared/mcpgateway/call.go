@@ -45,14 +45,20 @@ type callIdentity struct {
 // Both are hashed with the lifecycle session, so one session's ids never
 // reach another's. The calls of one MCP session form one execution.
 func identify(req *mcp.CallToolRequest, p actionflow.Principal) callIdentity {
-	var scope string
-	var out callIdentity
-	mcpSession := req.Session.ID()
 	reqID := ""
 	if req.Extra != nil {
 		reqID = req.Extra.Header.Get(requestIDHeader)
 	}
-	if k, ok := req.Params.Meta[MetaIdempotencyKey].(string); ok && k != "" {
+	key, _ := req.Params.Meta[MetaIdempotencyKey].(string)
+	return identifyCall(p, req.Session.ID(), reqID, key)
+}
+
+// identifyCall is identify from its parts (also used by tasks.go).
+func identifyCall(p actionflow.Principal, mcpSession, reqID, key string) callIdentity {
+	var scope string
+	var out callIdentity
+	if key != "" {
+		k := key
 		scope, out.durable = "key\x00"+k, true
 	} else if mcpSession != "" && reqID != "" {
 		scope, out.durable = "request\x00"+mcpSession+"\x00"+reqID, true

@@ -49,6 +49,16 @@
 // their actions are left as they are: durable, they continue after a
 // restart.
 //
+// MCP Tasks (revision 2025-11-25, experimental; tasks.go), stateful mode
+// only: go-sdk v1.8.0 has none and refuses tasks/* before any middleware,
+// so they are served at the HTTP layer. initialize advertises them; a
+// tools/call with a "task" is submitted the same way and answered at once
+// with a task whose id is the action id (durable across restarts);
+// tasks/get reads the action (working, input_required while an approval
+// is pending, completed, failed, cancelled), tasks/result waits for the
+// receipt's result, tasks/cancel calls CancelAction. Another session's
+// task id is "not found", like an id that does not exist.
+//
 // Bridge serves a stdio client (`lifecycle mcp`) by relaying its messages
 // unchanged to a gateway's streamable HTTP endpoint, so everything above
 // holds for clients that launch a command.

@@ -131,7 +131,11 @@ func New(cfg Config) (*Gateway, error) {
 	// token on the same Mcp-Session-Id is refused) and hands every request's
 	// principal to the tool handler through its TokenInfo.
 	bearer := mcpauth.RequireBearerToken(tokenInfo, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	g.handler = g.authenticate(g.sessionClose(markRequests(bearer(streamable))))
+	inner := markRequests(bearer(streamable))
+	if !cfg.Stateless {
+		inner = g.tasks(inner)
+	}
+	g.handler = g.authenticate(g.sessionClose(inner))
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel
 	go g.watch(ctx)
