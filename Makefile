@@ -71,13 +71,21 @@ CLAUDE_CODE_VERSION := 2.1.328
 MCP_CONFORMANCE_DIR := .tools/mcp-conformance-$(MCP_CONFORMANCE_VERSION)
 CODEX_DIR := .tools/codex-$(CODEX_VERSION)
 CLAUDE_CODE_DIR := .tools/claude-code-$(CLAUDE_CODE_VERSION)
+# The conformance CLI needs Node.js 22 (fs.globSync); the machine's is 20. The npm registry ships Node's own
+# binary as node-linux-<arch>: installed beside the suite, used only to run it.
+NODE22_VERSION := 22.23.5
+NODE22_ARCH := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
+NODE22_DIR := .tools/node-$(NODE22_VERSION)
 NPM_TOOL_INSTALL := npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error
 .PHONY: mcp-clients test-agents
-mcp-clients: $(MCP_CONFORMANCE_DIR)/installed.stamp $(CODEX_DIR)/installed.stamp
+mcp-clients: $(MCP_CONFORMANCE_DIR)/installed.stamp $(NODE22_DIR)/installed.stamp $(CODEX_DIR)/installed.stamp
 unit: mcp-clients
 unit: export LIFECYCLE_MCP_CLIENTS_REQUIRED = 1
 $(MCP_CONFORMANCE_DIR)/installed.stamp:
 	$(NPM_TOOL_INSTALL) --prefix $(@D) @modelcontextprotocol/conformance@$(MCP_CONFORMANCE_VERSION)
+	touch $@
+$(NODE22_DIR)/installed.stamp:
+	$(NPM_TOOL_INSTALL) --prefix $(@D) node-linux-$(NODE22_ARCH)@$(NODE22_VERSION)
 	touch $@
 $(CODEX_DIR)/installed.stamp:
 	$(NPM_TOOL_INSTALL) --prefix $(@D) @openai/codex@$(CODEX_VERSION)

@@ -38,7 +38,7 @@ func TestCodexCallsLifecycleToolThroughApproval(t *testing.T) {
 	srv.SetPolicy(t, askPolicy)
 	nonce := fmt.Sprintf("codex-%d", time.Now().UnixNano())
 	const final = "The lifecycle ran the command after approval."
-	model := startModel(t, responsesAPI,
+	model := startModel(t, responsesTurn, responsesAPI,
 		modelTurn{Namespace: "mcp__lifecycle", Tool: "Bash", Arguments: map[string]any{"command": proofCommand(nonce)}},
 		modelTurn{Text: final})
 

@@ -16,6 +16,11 @@ import (
 type scriptedModel struct {
 	URL string // http://127.0.0.1:port
 
+	// isTurn tells the requests that are turns of the scripted
+	// conversation; others (a title, a token count) are answered
+	// without consuming a turn (n = -1).
+	isTurn func(path string, body []byte) bool
+
 	mu       sync.Mutex
 	requests []recordedRequest
 	turns    []modelTurn
@@ -25,6 +30,7 @@ type recordedRequest struct {
 	Path   string
 	Header http.Header
 	Body   []byte
+	turn   bool
 }
 
 // modelTurn is one answer of the model: a call of one tool or a final text.
@@ -38,9 +44,9 @@ type modelTurn struct {
 
 // startModel serves the turns with answer (the wire format of one agent's
 // model API) on a loopback port for the test's lifetime.
-func startModel(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, turn modelTurn, n int), turns ...modelTurn) *scriptedModel {
+func startModel(t *testing.T, isTurn func(path string, body []byte) bool, answer func(w http.ResponseWriter, r *http.Request, turn modelTurn, n int), turns ...modelTurn) *scriptedModel {
 	t.Helper()
-	m := &scriptedModel{turns: turns}
+	m := &scriptedModel{turns: turns, isTurn: isTurn}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,14 +54,18 @@ func startModel(t *testing.T, answer func(w http.ResponseWriter, r *http.Request
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
-		m.requests = append(m.requests, recordedRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-		n := m.turnRequests(answerable(r.URL.Path)) - 1
+		turnReq := m.isTurn(r.URL.Path, body)
+		m.requests = append(m.requests, recordedRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, turn: turnReq})
+		n := -1
 		var turn modelTurn
-		if n >= 0 && n < len(m.turns) {
-			turn = m.turns[n]
+		if turnReq {
+			n = m.turnCount() - 1
+			if n < len(m.turns) {
+				turn = m.turns[n]
+			}
 		}
 		m.mu.Unlock()
-		if answerable(r.URL.Path) && (n < 0 || n >= len(m.turns)) {
+		if turnReq && n >= len(m.turns) {
 			http.Error(w, fmt.Sprintf("scripted model: request %d, only %d turns scripted", n+1, len(m.turns)), http.StatusInternalServerError)
 			return
 		}
@@ -67,17 +77,10 @@ func startModel(t *testing.T, answer func(w http.ResponseWriter, r *http.Request
 	return m
 }
 
-// answerable: the paths that are turns of the conversation (others, such as
-// a token count, are answered without consuming a turn).
-func answerable(path string) bool { return path == "/v1/responses" || path == "/v1/messages" }
-
-func (m *scriptedModel) turnRequests(counted bool) int {
-	if !counted {
-		return 0
-	}
+func (m *scriptedModel) turnCount() int {
 	n := 0
 	for _, r := range m.requests {
-		if answerable(r.Path) {
+		if r.turn {
 			n++
 		}
 	}
@@ -90,7 +93,7 @@ func (m *scriptedModel) Turns() [][]byte {
 	defer m.mu.Unlock()
 	var out [][]byte
 	for _, r := range m.requests {
-		if answerable(r.Path) {
+		if r.turn {
 			out = append(out, r.Body)
 		}
 	}
@@ -108,6 +111,9 @@ func sse(w http.ResponseWriter, event string, data any) {
 		f.Flush()
 	}
 }
+
+// responsesTurn: every Responses API request of Codex is a turn.
+func responsesTurn(path string, _ []byte) bool { return path == "/v1/responses" }
 
 // responsesAPI answers like the OpenAI Responses API (POST /v1/responses,
 // streamed), what Codex CLI speaks.

@@ -138,6 +138,7 @@ func StartServe(t testing.TB, session string) *Serve {
 	s.cmd = exec.Command(s.Bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", s.StateDir, "--workspace", s.Workspace,
 		"--session", session, "--log-level", "warn")
 	s.cmd.Stderr = logf
+	dieWithTest(s.cmd)
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
