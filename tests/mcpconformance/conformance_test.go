@@ -95,7 +95,7 @@ func TestConformanceSuite(t *testing.T) {
 // scenarioTimeout bounds one scenario: the suite's client waits as long as
 // the server holds a request, and a scenario that hangs is a failure of
 // that scenario, not of the run.
-const scenarioTimeout = 60 * time.Second
+const scenarioTimeout = 2 * time.Minute
 
 // listScenarios is every server scenario the pinned suite knows.
 func listScenarios(t *testing.T, node, cli string) []string {
