@@ -8,10 +8,16 @@
 // HTTP API with the human token; the agent then receives the tool's real
 // output and hands it to the model.
 //
+// Codex runs three ways: the ask approved (the tool runs once and its output
+// reaches the model), the ask declined and the call denied by rule (nothing
+// runs; the model reads why).
+//
 // Nothing leaves loopback: the clients run with a home directory of their
 // own, no proxy variables, and the settings that stop their update checks,
-// plugin downloads and analytics (see docs in the Makefile target
-// mcp-clients). When a client is not installed the test is skipped with the
-// make target that installs it; `make test` installs Codex CLI first and
-// sets LIFECYCLE_MCP_CLIENTS_REQUIRED=1, so there a missing client fails.
+// plugin downloads and analytics (codexConfig; for Claude Code
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC). When a client is not installed
+// the test is skipped naming the make target that installs it; `make test`
+// installs Codex CLI first and sets LIFECYCLE_MCP_CLIENTS_REQUIRED=1, so
+// there a missing client fails (`make test-agents` does the same for Claude
+// Code with LIFECYCLE_CLAUDE_CODE_REQUIRED=1).
 package agents
