@@ -45,6 +45,7 @@ func TestCodexCallsLifecycleTool(t *testing.T) {
 		wantStatus string
 		wantText   func(nonce string) string
 		wantRuns   int
+		stdio      bool // through `lifecycle mcp` instead of streamable HTTP
 	}{
 		{name: "ask approved through the API runs once", policy: askPolicy, decision: "approve",
 			wantStatus: "completed", wantText: func(n string) string { return "proof " + n }, wantRuns: 1},
@@ -75,7 +76,12 @@ func TestCodexCallsLifecycleTool(t *testing.T) {
 				decided <- nil
 			}
 			start := time.Now()
-			run, err := runCodex(t, ctx, bin, codexConfig(model.URL, srv.MCPURL()), t.TempDir(), srv.AgentToken(t),
+			token := srv.AgentToken(t)
+			server := mcpServer{URL: srv.MCPURL()}
+			if tc.stdio {
+				server = mcpServer{LifecycleBin: srv.Bin, APIBase: srv.Base, Token: token}
+			}
+			run, err := runCodex(t, ctx, bin, codexConfig(model.URL, server), t.TempDir(), token,
 				"Record the proof in the workspace with the lifecycle's Bash tool.")
 			t.Logf("codex exec took %s", time.Since(start).Round(time.Millisecond))
 			if err != nil {

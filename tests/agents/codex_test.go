@@ -19,7 +19,10 @@ import (
 // codexConfig is $CODEX_HOME/config.toml for a run against the scripted
 // model and the lifecycle's /mcp, with nothing that reaches past loopback:
 // no update check, no plugins (they fetch from GitHub), no analytics.
-func codexConfig(modelURL, mcpURL string) string {
+// The MCP server is reached over streamable HTTP (mcpURL set) or over stdio
+// through `lifecycle mcp` (lifecycleBin and apiBase set), with the agent
+// token from the environment either way.
+func codexConfig(modelURL string, server mcpServer) string {
 	return fmt.Sprintf(`model = "scripted"
 model_provider = "scripted"
 approval_policy = "never"
@@ -39,12 +42,26 @@ env_key = "SCRIPTED_MODEL_KEY"
 wire_api = "responses"
 
 [mcp_servers.lifecycle]
-url = %q
-bearer_token_env_var = "LIFECYCLE_TOKEN"
-required = true
+%srequired = true
 startup_timeout_sec = 60
 tool_timeout_sec = 600
-`, modelURL+"/v1", mcpURL)
+`, modelURL+"/v1", server.codexLines())
+}
+
+// mcpServer is how an agent reaches the lifecycle: its /mcp URL, or the
+// command `lifecycle mcp --api <base>` over stdio.
+type mcpServer struct {
+	URL          string
+	LifecycleBin string
+	APIBase      string
+	Token        string
+}
+
+func (s mcpServer) codexLines() string {
+	if s.URL != "" {
+		return fmt.Sprintf("url = %q\nbearer_token_env_var = \"LIFECYCLE_TOKEN\"\n", s.URL)
+	}
+	return fmt.Sprintf("command = %q\nargs = [\"mcp\", \"--api\", %q]\nenv = { LIFECYCLE_TOKEN = %q }\n", s.LifecycleBin, s.APIBase, s.Token)
 }
 
 // codexEvent is one line of `codex exec --json`.
