@@ -37,10 +37,22 @@ type claudeEvent struct {
 	} `json:"message"`
 }
 
-// TestClaudeCodeCallsLifecycleToolThroughApproval is the Codex test with
-// Claude Code (`make test-agents`; skipped when it is not installed).
-func TestClaudeCodeCallsLifecycleToolThroughApproval(t *testing.T) {
+// TestClaudeCodeCallsLifecycleTool is the approved case of the Codex test
+// with Claude Code, over streamable HTTP and over stdio through `lifecycle
+// mcp` (`make test-agents`; skipped when Claude Code is not installed).
+func TestClaudeCodeCallsLifecycleTool(t *testing.T) {
 	bin := harness.Tool(t, "test-agents", ".tools/claude-code-*/node_modules/.bin/claude", "LIFECYCLE_CLAUDE_CODE_REQUIRED")
+	for _, tc := range []struct {
+		name  string
+		stdio bool
+	}{
+		{name: "streamable HTTP with a bearer header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { claudeApproved(t, bin, tc.stdio) })
+	}
+}
+
+func claudeApproved(t *testing.T, bin string, stdio bool) {
 	srv := harness.StartServe(t, "ses_claude")
 	srv.SetPolicy(t, askPolicy)
 	nonce := fmt.Sprintf("claude-%d", time.Now().UnixNano())
@@ -52,6 +64,9 @@ func TestClaudeCodeCallsLifecycleToolThroughApproval(t *testing.T) {
 	home := t.TempDir()
 	mcpConfig := filepath.Join(home, "mcp.json")
 	cfg := fmt.Sprintf(`{"mcpServers":{"lifecycle":{"type":"http","url":%q,"headers":{"Authorization":"Bearer ${LIFECYCLE_TOKEN}"}}}}`, srv.MCPURL())
+	if stdio {
+		cfg = fmt.Sprintf(`{"mcpServers":{"lifecycle":{"type":"stdio","command":%q,"args":["mcp","--api",%q],"env":{"LIFECYCLE_TOKEN":"${LIFECYCLE_TOKEN}"}}}}`, srv.Bin, srv.Base)
+	}
 	if err := os.WriteFile(mcpConfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +95,7 @@ func TestClaudeCodeCallsLifecycleToolThroughApproval(t *testing.T) {
 		logRun(t, "claude", stdout.Bytes(), stderr.Bytes())
 		t.Fatalf("claude -p: %v", err)
 	}
-	if err := <-approved; err != nil {
+	if err := awaitDecision(approved); err != nil {
 		logRun(t, "claude", stdout.Bytes(), stderr.Bytes())
 		t.Fatalf("approve through the API: %v", err)
 	}

@@ -88,7 +88,7 @@ func TestCodexCallsLifecycleTool(t *testing.T) {
 				logRun(t, "codex", run.stdout, run.stderr)
 				t.Fatalf("codex exec: %v", err)
 			}
-			if err := <-decided; err != nil {
+			if err := awaitDecision(decided); err != nil {
 				logRun(t, "codex", run.stdout, run.stderr)
 				t.Fatalf("%s through the API: %v", tc.decision, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -154,4 +155,17 @@ func toolText(raw json.RawMessage) string {
 		b.WriteString(c.Text)
 	}
 	return b.String()
+}
+
+// awaitDecision is the result of the person's decision once the agent has
+// ended: a call that waited for it was decided before the agent got its
+// result, so a decision still missing now will not come (the agent never
+// raised the ask), and waiting on would only delay the failure.
+func awaitDecision(decided <-chan error) error {
+	select {
+	case err := <-decided:
+		return err
+	case <-time.After(10 * time.Second):
+		return errors.New("the agent ended and no approval was pending to decide")
+	}
 }
