@@ -95,7 +95,7 @@ $(CLAUDE_CODE_DIR)/installed.stamp:
 	touch $@
 ## test-agents: the scripted-model agent tests with every client, Claude Code included
 test-agents: mcp-clients $(CLAUDE_CODE_DIR)/installed.stamp
-	LIFECYCLE_MCP_CLIENTS_REQUIRED=1 LIFECYCLE_CLAUDE_CODE_REQUIRED=1 $(GO) test -count=1 -v -run 'Test' ./tests/agents/
+	LIFECYCLE_MCP_CLIENTS_REQUIRED=1 LIFECYCLE_CLAUDE_CODE_REQUIRED=1 $(GO) test -count=1 -v ./tests/agents/
 
 ## bench: store operation cost at 1k and 100k stored actions, the engine alone, and the whole lifecycle
 ## end to end (allow/ask/deny, empty and with 100k actions stored; the 100k store is built once and cached
