@@ -47,6 +47,7 @@ func TestClaudeCodeCallsLifecycleTool(t *testing.T) {
 		stdio bool
 	}{
 		{name: "streamable HTTP with a bearer header"},
+		{name: "stdio through lifecycle mcp", stdio: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) { claudeApproved(t, bin, tc.stdio) })
 	}

@@ -53,6 +53,8 @@ func TestCodexCallsLifecycleTool(t *testing.T) {
 			wantStatus: "failed", wantText: func(string) string { return "declined by human:ses_codex" }, wantRuns: 0},
 		{name: "denied by rule runs nothing and says why", policy: denyPolicy,
 			wantStatus: "failed", wantText: func(string) string { return "Bash(printf *)" }, wantRuns: 0},
+		{name: "over stdio through lifecycle mcp, ask approved runs once", policy: askPolicy, decision: "approve", stdio: true,
+			wantStatus: "completed", wantText: func(n string) string { return "proof " + n }, wantRuns: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,9 +8,10 @@
 // HTTP API with the human token; the agent then receives the tool's real
 // output and hands it to the model.
 //
-// Codex runs three ways: the ask approved (the tool runs once and its output
+// Codex runs four ways: the ask approved (the tool runs once and its output
 // reaches the model), the ask declined and the call denied by rule (nothing
-// runs; the model reads why).
+// runs; the model reads why), and the ask approved over stdio through
+// `lifecycle mcp`. Claude Code runs the approved case over both transports.
 //
 // Nothing leaves loopback: the clients run with a home directory of their
 // own, no proxy variables, and the settings that stop their update checks,
