@@ -124,9 +124,10 @@ type Serve struct {
 // directory and workspace; it is stopped (SIGTERM) when the test ends.
 func StartServe(t testing.TB, session string) *Serve {
 	t.Helper()
+	// State and workspace apart, as serve advises (it warns when they are siblings).
 	dir := t.TempDir()
 	s := &Serve{Bin: Lifecycle(t), Session: session, StateDir: filepath.Join(dir, "state"),
-		Workspace: filepath.Join(dir, "workspace"), Log: filepath.Join(dir, "serve.log"),
+		Workspace: filepath.Join(t.TempDir(), "ws", "workspace"), Log: filepath.Join(dir, "serve.log"),
 		http: &http.Client{Timeout: 60 * time.Second}}
 	if err := os.MkdirAll(s.Workspace, 0o755); err != nil {
 		t.Fatal(err)
