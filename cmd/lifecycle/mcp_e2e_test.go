@@ -223,6 +223,13 @@ func TestMCPGatewayEndToEnd(t *testing.T) {
 		if !res.IsError || !strings.Contains(resultText(res), "Denied") {
 			t.Fatalf("hidden tool: isError=%v %q", res.IsError, resultText(res))
 		}
+		// A tool the catalog does not have at all is refused at once: the
+		// default policy would otherwise ask a person about a call of
+		// nothing.
+		res = c.callTool(t, ctx, "test_simple_text", map[string]any{}, nil)
+		if text := resultText(res); !res.IsError || !strings.Contains(text, "Unknown tool") || res.Meta[mcpgateway.MetaActionID] != nil {
+			t.Fatalf("unknown tool: isError=%v %q meta %v", res.IsError, text, res.Meta)
+		}
 	})
 
 	ask := func(t *testing.T, file string) (chan *mcp.CallToolResult, context.CancelFunc) {

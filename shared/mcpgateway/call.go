@@ -89,6 +89,12 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if err := auth.Authorize(p, auth.CapSubmit, p.Session); err != nil {
 		return errorResult(nil, "This token may not submit tool calls: "+err.Error()), nil
 	}
+	if k, ok := g.cfg.Tools.(toolKnower); ok && !k.Knows(req.Params.Name) {
+		// Not in the catalog at all (a hidden tool still goes to the
+		// lifecycle, whose refusal names the rule): nothing to decide, no
+		// person to wait for.
+		return errorResult(nil, fmt.Sprintf("Unknown tool %q: this server has no such tool (tools/list names the tools you may call). Nothing ran.", req.Params.Name)), nil
+	}
 	id := identify(req, p)
 	ctx, release := g.hold(ctx, req.Session.ID(), p)
 	defer release()
@@ -329,4 +335,10 @@ func (p *progress) send(ctx context.Context, status string) {
 	p.last, p.lastSent = status, time.Now()
 	// A lost notification is only a missed update; the call goes on.
 	_ = p.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: status})
+}
+
+// toolKnower is a tool lister that can say whether its catalog has a tool
+// at all (httpapi.PermissionTools).
+type toolKnower interface {
+	Knows(tool string) bool
 }
