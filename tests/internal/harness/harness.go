@@ -52,7 +52,8 @@ func RepoRoot(t testing.TB) string {
 // rel is relative to the repository root and may hold one glob (the
 // version directory). When it is absent the test is skipped with the make
 // target that installs it, or fails when required is set in the
-// environment (RequiredEnv, or the extra variable given).
+// environment: by the variables given, or by RequiredEnv when none is
+// given (Claude Code, only in make test-agents, names its own).
 func Tool(t testing.TB, makeTarget, rel string, requiredBy ...string) string {
 	t.Helper()
 	matches, err := filepath.Glob(filepath.Join(RepoRoot(t), rel))
@@ -66,7 +67,10 @@ func Tool(t testing.TB, makeTarget, rel string, requiredBy ...string) string {
 		}
 	}
 	msg := fmt.Sprintf("%s is not installed: run `make %s` (pinned npm package under .tools/)", rel, makeTarget)
-	for _, env := range append([]string{RequiredEnv}, requiredBy...) {
+	if len(requiredBy) == 0 {
+		requiredBy = []string{RequiredEnv}
+	}
+	for _, env := range requiredBy {
 		if os.Getenv(env) == "1" {
 			t.Fatalf("%s, and %s=1 requires it", msg, env)
 		}
