@@ -92,6 +92,41 @@ $(MCP_EVERYTHING_DIR)/server-everything-$(MCP_EVERYTHING_VERSION).stamp:
 unit: mcp-everything
 unit: export LIFECYCLE_MCP_EVERYTHING := $(CURDIR)/$(MCP_EVERYTHING)
 
+## MCP clients nobody here wrote (issue 13), pinned npm packages each installed once under .tools/<name>-<version>/
+## (no network once installed): the MCP conformance suite and Codex CLI run in `make test` (tests/mcpconformance,
+## tests/agents); Claude Code, large, only in `make test-agents`.
+MCP_CONFORMANCE_VERSION := 0.1.16
+CODEX_VERSION := 0.169.0
+CLAUDE_CODE_VERSION := 2.1.328
+MCP_CONFORMANCE_DIR := .tools/mcp-conformance-$(MCP_CONFORMANCE_VERSION)
+CODEX_DIR := .tools/codex-$(CODEX_VERSION)
+CLAUDE_CODE_DIR := .tools/claude-code-$(CLAUDE_CODE_VERSION)
+# The conformance CLI needs Node.js 22 (fs.globSync); the machine's is 20. The npm registry ships Node's own
+# binary as node-linux-<arch>: installed beside the suite, used only to run it.
+NODE22_VERSION := 22.23.5
+NODE22_ARCH := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
+NODE22_DIR := .tools/node-$(NODE22_VERSION)
+NPM_TOOL_INSTALL := npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error
+.PHONY: mcp-clients test-agents
+mcp-clients: $(MCP_CONFORMANCE_DIR)/installed.stamp $(NODE22_DIR)/installed.stamp $(CODEX_DIR)/installed.stamp
+unit: mcp-clients
+unit: export LIFECYCLE_MCP_CLIENTS_REQUIRED = 1
+$(MCP_CONFORMANCE_DIR)/installed.stamp:
+	$(NPM_TOOL_INSTALL) --prefix $(@D) @modelcontextprotocol/conformance@$(MCP_CONFORMANCE_VERSION)
+	touch $@
+$(NODE22_DIR)/installed.stamp:
+	$(NPM_TOOL_INSTALL) --prefix $(@D) node-linux-$(NODE22_ARCH)@$(NODE22_VERSION)
+	touch $@
+$(CODEX_DIR)/installed.stamp:
+	$(NPM_TOOL_INSTALL) --prefix $(@D) @openai/codex@$(CODEX_VERSION)
+	touch $@
+$(CLAUDE_CODE_DIR)/installed.stamp:
+	$(NPM_TOOL_INSTALL) --prefix $(@D) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	touch $@
+## test-agents: the scripted-model agent tests with every client, Claude Code included
+test-agents: mcp-clients $(CLAUDE_CODE_DIR)/installed.stamp
+	LIFECYCLE_MCP_CLIENTS_REQUIRED=1 LIFECYCLE_CLAUDE_CODE_REQUIRED=1 $(GO) test -count=1 -v ./tests/agents/
+
 ## bench: store operation cost at 1k and 100k stored actions, the engine alone, and the whole lifecycle
 ## end to end (allow/ask/deny, empty and with 100k actions stored; the 100k store is built once and cached
 ## under $$TMPDIR)

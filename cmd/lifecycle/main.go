@@ -17,7 +17,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	clientcmd.AddTo(root)
-	root.AddCommand(serveCmd())
+	root.AddCommand(serveCmd(), mcpCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		os.Exit(1)

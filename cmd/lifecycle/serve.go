@@ -28,6 +28,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/mcpdownstream"
+	"github.com/openprogram/lifecycle/shared/mcpgateway"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
 	"github.com/openprogram/lifecycle/shared/policystore"
@@ -211,15 +212,26 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 		return err
 	}
 	ctl := httpapi.ControlService{Service: es.Control}
+	tools := httpapi.PermissionTools{Policies: live, Default: decider.DefaultPolicy(), Catalog: catalog}
 	api, err := httpapi.New(httpapi.Config{
 		Service: es.Service, Auth: issuer, Policies: policies, Control: ctl, Facts: ctl, Wake: es.Bus, Logger: log,
-		Tools: httpapi.PermissionTools{Policies: live, Default: decider.DefaultPolicy(), Catalog: catalog},
+		Tools: tools,
 	})
 	if err != nil {
 		es.Close(context.Background())
 		return err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	// /mcp: the MCP front door, the same tools, tokens and submit path.
+	gw, err := mcpgateway.New(mcpgateway.Config{Service: es.Service, Auth: issuer, Tools: tools, Wake: es.Bus, Logger: log})
+	if err != nil {
+		es.Close(context.Background())
+		return err
+	}
+	defer gw.Close()
+	mux := http.NewServeMux()
+	mux.Handle(mcpgateway.Path, gw)
+	mux.Handle("/", api)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -231,6 +243,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	fmt.Fprintf(out, "OpenProgram action lifecycle is running.\n\n")
 	fmt.Fprintf(out, "  Activity UI   %s/ui/#token=%s\n", base, human)
 	fmt.Fprintf(out, "  API           %s/v1   (health: %s/healthz)\n", base, base)
+	fmt.Fprintf(out, "  MCP           %s%s   (streamable HTTP; Authorization: Bearer <agent token>)\n", base, mcpgateway.Path)
 	fmt.Fprintf(out, "  Human token   %s   (session %s, 12h)\n", human, o.session)
 	fmt.Fprintf(out, "  State         %s   (0700; keys auth.key and human.key 0600)\n", stateDir)
 	fmt.Fprintf(out, "  Workspace     %s\n", ws)
@@ -261,6 +274,9 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 		}
 	}
 	fmt.Fprintln(out, "stopping...")
+	// Held MCP calls end first (their actions stay durable), so the HTTP
+	// server's shutdown does not wait for them.
+	gw.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)

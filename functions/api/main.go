@@ -3,12 +3,13 @@
 // reads the verified claims (sub, role, sid) from the request context
 // (auth.GatewayClaims). API Gateway cannot stream, so the events route
 // answers JSON batches, and long polls stay under the 29 s integration
-// limit.
+// limit. /mcp is the MCP gateway, stateless (JSON responses, no sessions).
 package main
 
 import (
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/httpapi/apigw"
+	"github.com/openprogram/lifecycle/shared/mcpgateway"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/policystore"
 )
@@ -39,10 +41,10 @@ func main() {
 		catalog = append(catalog, permission.ToolSpec{Name: arn[strings.LastIndex(arn, ":")+1:]})
 	}
 	commands := httpapi.ControlService{Service: ctl}
-	h, err := httpapi.New(httpapi.Config{
-		Service: d.Service, Auth: auth.GatewayClaims{}, Policies: policies, Control: commands, Facts: commands,
-		Tools: httpapi.PermissionTools{Policies: policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy},
-			Default: decider.DefaultPolicy(), Catalog: catalog},
+	tools := httpapi.PermissionTools{Policies: policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy},
+		Default: decider.DefaultPolicy(), Catalog: catalog}
+	h, err := handler(httpapi.Config{
+		Service: d.Service, Auth: auth.GatewayClaims{}, Policies: policies, Control: commands, Facts: commands, Tools: tools,
 		Logger: d.Logger, DisableStreaming: true, NoUI: true, MaxWait: 20 * time.Second,
 	})
 	if err != nil {
@@ -50,4 +52,22 @@ func main() {
 		os.Exit(1)
 	}
 	lambda.Start(apigw.Handler{H: h}.Handle)
+}
+
+// handler is the API and, at /mcp, the MCP gateway in stateless mode (no
+// session outlives a Lambda invocation; calls are held at most
+// mcpgateway.DefaultStatelessHold, under API Gateway's 30 s).
+func handler(cfg httpapi.Config) (http.Handler, error) {
+	api, err := httpapi.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := mcpgateway.New(mcpgateway.Config{Service: cfg.Service, Auth: cfg.Auth, Tools: cfg.Tools, Logger: cfg.Logger, Stateless: true})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(mcpgateway.Path, gw)
+	mux.Handle("/", api)
+	return mux, nil
 }

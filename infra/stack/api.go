@@ -44,6 +44,11 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/start"},
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/result"},
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/heartbeat"},
+	// The MCP gateway (stateless behind API Gateway): POST carries every
+	// message; GET and DELETE reach it so clients get its 405, not a 404.
+	{Method: "POST", Path: "/mcp"},
+	{Method: "GET", Path: "/mcp"},
+	{Method: "DELETE", Path: "/mcp"},
 	{Method: "GET", Path: "/healthz", Public: true},
 	// The Activity UI: static files served by the api function.
 	{Method: "GET", Path: "/", Public: true},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/permission"
 )
@@ -74,6 +75,20 @@ type PermissionTools struct {
 	Policies LivePolicies
 	Default  *permission.Policy
 	Catalog  []permission.ToolSpec
+}
+
+// Knows reports whether the catalog has the tool (under any spelling
+// identity.CanonicalTool accepts), whether or not a session's policy shows
+// it: a front door that offers only the catalog (MCP) refuses any other
+// name at once instead of submitting it.
+func (pt PermissionTools) Knows(tool string) bool {
+	c := identity.CanonicalTool(tool)
+	for _, t := range pt.Catalog {
+		if t.Name == tool || identity.CanonicalTool(t.Name) == c {
+			return true
+		}
+	}
+	return false
 }
 
 // VisibleTools implements ToolLister.

@@ -218,7 +218,9 @@ func TestEngineWithBedrock(t *testing.T) {
 	defer st.Close()
 	f := newFake(t)
 	e, err := permission.NewEngine(permission.Config{
-		Classifier: bedrockreview.New(f.client(), model, bedrockreview.WithTimeout(50*time.Millisecond)),
+		// 1 s: long enough for the fake's immediate answer on a loaded
+		// machine (50 ms was not, under make test), short of slow's 3 s.
+		Classifier: bedrockreview.New(f.client(), model, bedrockreview.WithTimeout(time.Second)),
 		Counters:   st,
 	})
 	if err != nil {
