@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/activity"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/store"
 )
@@ -83,4 +84,23 @@ func (h *api) questionScope(r *http.Request, p actionflow.Principal) (target, er
 		return target{}, err
 	}
 	return target{Session: q.SessionID, Question: &q}, nil
+}
+
+// addQuestionFacts counts each execution's pending questions into its
+// Activity facts (the "Question waiting" attention row). A refresh reads
+// them again, like the question list.
+func (h *api) addQuestionFacts(r *http.Request, session ids.SessionID, facts map[ids.ExecutionID]activity.Facts) (map[ids.ExecutionID]activity.Facts, error) {
+	qs, err := h.svc.SessionQuestions(r.Context(), session, string(actionflow.QuestionPending))
+	if err != nil || len(qs) == 0 {
+		return facts, err
+	}
+	if facts == nil {
+		facts = map[ids.ExecutionID]activity.Facts{}
+	}
+	for _, q := range qs {
+		f := facts[q.ExecutionID]
+		f.OpenQuestions++
+		facts[q.ExecutionID] = f
+	}
+	return facts, nil
 }

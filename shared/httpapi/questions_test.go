@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/activity"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
@@ -67,6 +68,9 @@ func TestQuestionAnsweredBecomesTheToolResult(t *testing.T) {
 		q.Questions[0].ID != "q1" || q.Questions[1].Kind != "multiple" || q.TaskToken != "" {
 		t.Fatalf("question %+v", q)
 	}
+	if rows := s.questionAttention(human); len(rows) != 1 || rows[0] != string(v.ExecutionID) {
+		t.Fatalf("attention while pending: %v", rows)
+	}
 	body := map[string]any{"command_id": "cmd-1", "answers": map[string]any{"q1": "Staging", "q2": []string{"Unit", "E2E"}}}
 	r := s.answer(human, q.QuestionID, body)
 	if r.status != http.StatusOK {
@@ -102,6 +106,9 @@ func TestQuestionAnsweredBecomesTheToolResult(t *testing.T) {
 	if s.exec.calls.Load() != 0 {
 		t.Fatal("a question called an executor")
 	}
+	if rows := s.questionAttention(human); len(rows) != 0 {
+		t.Fatalf("attention after the answer: %v", rows)
+	}
 	if !strings.HasPrefix(q.QuestionID, string(v.ActionID)+".q") {
 		t.Fatalf("question id %s", q.QuestionID)
 	}
@@ -126,6 +133,9 @@ func TestQuestionSkipFailsTheToolCallDeclined(t *testing.T) {
 		t.Fatalf("skip: %d %s", r.status, r.body)
 	}
 	done := s.waitAction(agent, v.ActionID)
+	if ev := s.questionEvents(human, v.ActionID); strings.Join(ev, ",") != "question.asked,question.declined" {
+		t.Fatalf("question events %v", ev)
+	}
 	if done.States.Outcome != lifecycle.OutcomeFailed || done.Receipt.ErrorCode != actionflow.QuestionDeclinedCode ||
 		!strings.Contains(done.Receipt.Error, "declined") || done.Receipt.Output != "" {
 		t.Fatalf("declined receipt: %+v", done.Receipt)
@@ -308,6 +318,9 @@ func TestQuestionOfACancelledExecutionIsCancelledNeverAnswered(t *testing.T) {
 	if e := r.errorBody(t); r.status != http.StatusConflict || e.Code != "question_cancelled" {
 		t.Fatalf("answer after cancel: %d %s", r.status, r.body)
 	}
+	if ev := s.questionEvents(human, v.ActionID); strings.Join(ev, ",") != "question.asked,question.cancelled" {
+		t.Fatalf("question events %v", ev)
+	}
 	r = s.do(req{method: "GET", path: "/v1/sessions/ses_1/questions?status=cancelled", token: human})
 	var l httpapi.QuestionList
 	r.decode(t, &l)
@@ -352,4 +365,36 @@ func TestQuestionWithInvalidArgumentsIsNeverAsked(t *testing.T) {
 	if len(l.Questions) != 0 {
 		t.Fatalf("an invalid request was asked: %s", r.body)
 	}
+}
+
+// questionAttention lists the executions Activity shows "Question waiting" for.
+func (s *stack) questionAttention(token string) []string {
+	s.t.Helper()
+	r := s.do(req{method: "GET", path: "/v1/sessions/ses_1/activity", token: token})
+	var act activity.Activity
+	r.decode(s.t, &act)
+	var out []string
+	for _, row := range act.NeedsAttention {
+		for _, a := range row.Attention {
+			if a.Kind == "question" && a.Label == activity.LabelQuestion {
+				out = append(out, string(a.ExecutionID))
+			}
+		}
+	}
+	return out
+}
+
+// questionEvents lists the question.* events of an action in the session stream.
+func (s *stack) questionEvents(token string, action ids.ActionID) []string {
+	s.t.Helper()
+	r := s.do(req{method: "GET", path: "/v1/sessions/ses_1/events?after=0&wait=1&limit=1000", token: token})
+	var b httpapi.EventBatch
+	r.decode(s.t, &b)
+	var out []string
+	for _, ev := range b.Events {
+		if ev.ActionID == action && strings.HasPrefix(ev.Type, "question.") {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
 }
