@@ -298,3 +298,33 @@ func TestAnEarlierAnswerNeverResolvesANewerWait(t *testing.T) {
 		t.Fatalf("result %+v", done.Receipt)
 	}
 }
+
+// Nobody answers for 24 hours: AwaitAnswer times out, the question is
+// expired (never answered), the tool call is not_started question_expired,
+// and a late answer is refused.
+func TestUnansweredQuestionExpires(t *testing.T) {
+	clock := sfnlocal.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p := serveQuestions(t, t.TempDir(), t.TempDir(), func(c *embedded.Config) {
+		c.EngineClock, c.Clock, c.SweepInterval = clock, clock.Now, -1
+	})
+	v := p.ask(t, "call_1")
+	q := p.pendingGen(t, v.ActionID, 1)
+	if want := clock.Now().Add(24 * time.Hour); !q.ExpiresAt.Equal(want) {
+		t.Fatalf("expires at %s, want %s", q.ExpiresAt, want)
+	}
+	clock.Advance(24*time.Hour + time.Second)
+	poll(t, clock, 0, func() bool { return terminalNow(p.stack, v.ActionID) })
+	done := p.finished(t, v.ActionID)
+	if done.States.Outcome != lifecycle.OutcomeNotStarted || done.Receipt.ErrorCode != "question_expired" || done.Start != nil {
+		t.Fatalf("expired: %+v %+v", done.States, done.Receipt)
+	}
+	got, err := p.human.Question(context.Background(), q.QuestionID)
+	if err != nil || got.Status != actionflow.QuestionExpired || len(got.Answers) != 0 {
+		t.Fatalf("question %+v: %v", got, err)
+	}
+	_, _, err = p.human.Answer(context.Background(), q.QuestionID, actionflow.AnswerBody{CommandID: "late", Answers: qAnswers})
+	var ce *actionflow.ConflictError
+	if !errors.As(err, &ce) || ce.Code != "question_expired" {
+		t.Fatalf("late answer: %v", err)
+	}
+}

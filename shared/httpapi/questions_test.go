@@ -298,34 +298,52 @@ func TestQuestionOnlyAHumanOfTheSessionAnswers(t *testing.T) {
 	}
 }
 
-func TestQuestionOfACancelledExecutionIsCancelledNeverAnswered(t *testing.T) {
-	s := newQuestionStack(t)
-	agent := s.token(auth.RoleAgent, "ses_1")
-	human := s.token(auth.RoleHuman, "ses_1")
-	v, q := s.askAndWait(agent, human, askArgs, "c1")
-	s.applied(human, v.ExecutionID, "cancel-1", "cancel", "")
-	done := s.waitAction(agent, v.ActionID)
-	if done.States.Outcome != lifecycle.OutcomeNotStarted || done.Start != nil || done.Receipt.Output != "" {
-		t.Fatalf("cancelled question: %+v %+v", done.States, done.Receipt)
+// Cancelling the execution cancels its question; ending it (the agent's
+// End) expires it. Either way it never reads as answered, the tool call is
+// not_started, and a late answer is refused.
+func TestQuestionOfAStoppedExecutionIsNeverAnswered(t *testing.T) {
+	cases := []struct {
+		name, command, payload string
+		status                 actionflow.QuestionStatus
+		reason, code, event    string
+	}{
+		{"cancel", "cancel", "", actionflow.QuestionCancelled, "execution_cancelled", "question_cancelled", "question.cancelled"},
+		{"end", "end", `{"status":"completed"}`, actionflow.QuestionExpired, "execution_ended", "question_expired", "question.expired"},
 	}
-	r := s.do(req{method: "GET", path: "/v1/questions/" + q.QuestionID, token: human})
-	var got actionflow.Question
-	r.decode(t, &got)
-	if got.Status != actionflow.QuestionCancelled || got.Reason != "execution_cancelled" || len(got.Answers) != 0 {
-		t.Fatalf("question after cancel: %s", r.body)
-	}
-	r = s.answer(human, q.QuestionID, map[string]any{"command_id": "late", "answers": map[string]any{"q1": "Staging", "q2": []string{"Unit"}}})
-	if e := r.errorBody(t); r.status != http.StatusConflict || e.Code != "question_cancelled" {
-		t.Fatalf("answer after cancel: %d %s", r.status, r.body)
-	}
-	if ev := s.questionEvents(human, v.ActionID); strings.Join(ev, ",") != "question.asked,question.cancelled" {
-		t.Fatalf("question events %v", ev)
-	}
-	r = s.do(req{method: "GET", path: "/v1/sessions/ses_1/questions?status=cancelled", token: human})
-	var l httpapi.QuestionList
-	r.decode(t, &l)
-	if len(l.Questions) != 1 {
-		t.Fatalf("cancelled list %s", r.body)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newQuestionStack(t)
+			agent := s.token(auth.RoleAgent, "ses_1")
+			human := s.token(auth.RoleHuman, "ses_1")
+			v, q := s.askAndWait(agent, human, askArgs, "c1")
+			s.applied(human, v.ExecutionID, tc.command+"-1", tc.command, tc.payload)
+			done := s.waitAction(agent, v.ActionID)
+			if done.States.Outcome != lifecycle.OutcomeNotStarted || done.Start != nil || done.Receipt.Output != "" {
+				t.Fatalf("stopped question: %+v %+v", done.States, done.Receipt)
+			}
+			r := s.do(req{method: "GET", path: "/v1/questions/" + q.QuestionID, token: human})
+			var got actionflow.Question
+			r.decode(t, &got)
+			if got.Status != tc.status || got.Reason != tc.reason || len(got.Answers) != 0 {
+				t.Fatalf("question after %s: %s", tc.command, r.body)
+			}
+			r = s.answer(human, q.QuestionID, map[string]any{"command_id": "late", "answers": map[string]any{"q1": "Staging", "q2": []string{"Unit"}}})
+			if e := r.errorBody(t); r.status != http.StatusConflict || e.Code != tc.code {
+				t.Fatalf("answer after %s: %d %s", tc.command, r.status, r.body)
+			}
+			if ev := s.questionEvents(human, v.ActionID); strings.Join(ev, ",") != "question.asked,"+tc.event {
+				t.Fatalf("question events %v", ev)
+			}
+			r = s.do(req{method: "GET", path: "/v1/sessions/ses_1/questions?status=" + string(tc.status), token: human})
+			var l httpapi.QuestionList
+			r.decode(t, &l)
+			if len(l.Questions) != 1 {
+				t.Fatalf("%s list %s", tc.status, r.body)
+			}
+			if rows := s.questionAttention(human); len(rows) != 0 {
+				t.Fatalf("attention after %s: %v", tc.command, rows)
+			}
+		})
 	}
 }
 

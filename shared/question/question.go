@@ -333,10 +333,12 @@ func checkValue(typ string, v json.RawMessage) string {
 			return "must be true or false"
 		}
 	case TypeNumber, TypeInteger:
+		// A json.Number also decodes from a string holding a number: the
+		// value must be a JSON number itself.
 		var n json.Number
 		d := json.NewDecoder(bytes.NewReader(v))
 		d.UseNumber()
-		if d.Decode(&n) != nil {
+		if tv := bytes.TrimSpace(v); len(tv) == 0 || tv[0] == '"' || d.Decode(&n) != nil {
 			return "must be a number"
 		}
 		if typ == TypeInteger {
