@@ -181,6 +181,12 @@ func TestQuestionSurvivesRestart(t *testing.T) {
 	p1.stop()
 
 	p2 := serveQuestions(t, dir, ws)
+	// Recovery, repeated, leaves the waiting question as it is.
+	for i := 0; i < 2; i++ {
+		if rep, err := p2.stack.Recovery.SweepAction(context.Background(), v.ActionID); err != nil {
+			t.Fatalf("sweep: %+v %v", rep, err)
+		}
+	}
 	if got := p2.pendingGen(t, v.ActionID, 1); got.QuestionID != q.QuestionID {
 		t.Fatalf("after restart the question is %s, was %s", got.QuestionID, q.QuestionID)
 	}
@@ -234,23 +240,8 @@ func TestAnEarlierAnswerNeverResolvesANewerWait(t *testing.T) {
 			// The first wait is stored; its answer is applied (durable, as
 			// AnswerQuestion writes it) but never delivered, and the
 			// invocation then fails: Retry makes a new wait.
-			it, gerr := p.stack.Store.Get(ctx, store.Key{PK: "ACTION#" + string(in.ActionID), SK: "QUESTION"})
-			if gerr != nil {
-				return nil, gerr
-			}
-			var q actionflow.Question
-			if uerr := json.Unmarshal(it.Body, &q); uerr != nil {
-				return nil, uerr
-			}
-			now := time.Now()
-			q.Status, q.CommandID, q.AnsweredAt = actionflow.QuestionAnswered, "early", &now
-			q.AnsweredBy = &actionflow.Principal{Subject: "alice", Role: "human", Session: qSession}
-			q.Answers = json.RawMessage(`{"q1":"Production","q2":{"port":1}}`)
-			expected := it.Version
-			it.Body, _ = json.Marshal(q)
-			it.Version, it.GSI2PK, it.GSI2SK = expected+1, "", ""
-			if cerr := p.stack.Store.CompareAndSwap(ctx, it, expected, 0); cerr != nil {
-				return nil, cerr
+			if aerr := answerWithoutDelivery(ctx, p.stack.Store, in.ActionID, "early", `{"q1":"Production","q2":{"port":1}}`); aerr != nil {
+				return nil, aerr
 			}
 			return nil, &actionflow.NotStartedError{Code: "test", Msg: "the invocation failed after the wait was stored"}
 		}
@@ -326,5 +317,60 @@ func TestUnansweredQuestionExpires(t *testing.T) {
 	var ce *actionflow.ConflictError
 	if !errors.As(err, &ce) || ce.Code != "question_expired" {
 		t.Fatalf("late answer: %v", err)
+	}
+}
+
+// answerWithoutDelivery stores an answer on the action's current question
+// exactly as AnswerQuestion applies it, without completing the wait: an
+// answer whose SendTaskSuccess was lost (a crash right after the write).
+func answerWithoutDelivery(ctx context.Context, st store.Store, action ids.ActionID, commandID, answers string) error {
+	it, err := st.Get(ctx, store.Key{PK: "ACTION#" + string(action), SK: "QUESTION"})
+	if err != nil {
+		return err
+	}
+	var q actionflow.Question
+	if err := json.Unmarshal(it.Body, &q); err != nil {
+		return err
+	}
+	now := time.Now()
+	q.Status, q.CommandID, q.AnsweredAt = actionflow.QuestionAnswered, commandID, &now
+	q.AnsweredBy = &actionflow.Principal{Subject: "alice", Role: "human", Session: qSession}
+	q.Answers = json.RawMessage(answers)
+	expected := it.Version
+	it.Body, _ = json.Marshal(q)
+	it.Version, it.GSI2PK, it.GSI2SK = expected+1, "", ""
+	return st.CompareAndSwap(ctx, it, expected, 0)
+}
+
+// An answer that is durable but never reached the state machine is
+// delivered by recovery (ResendAnswer), once, even when recovery runs
+// again; the tool call completes with that answer.
+func TestRecoveryDeliversAStoredAnswer(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	p := serveQuestions(t, dir, ws, func(c *embedded.Config) { c.SweepInterval = -1 })
+	v := p.ask(t, "call_1")
+	p.pendingGen(t, v.ActionID, 1)
+	if err := answerWithoutDelivery(context.Background(), p.stack.Store, v.ActionID, "cmd-lost", `{"q1":"Staging","q2":{"port":8080}}`); err != nil {
+		t.Fatal(err)
+	}
+	p.stop()
+	p2 := serveQuestions(t, dir, ws, func(c *embedded.Config) { c.SweepInterval = -1 })
+	for i := 0; i < 3; i++ {
+		if _, err := p2.stack.Recovery.SweepAction(context.Background(), v.ActionID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := p2.finished(t, v.ActionID)
+	if done.States.Outcome != lifecycle.OutcomeSucceeded || !strings.Contains(done.Receipt.Output, `"q1":"Staging"`) {
+		t.Fatalf("after recovery: %+v %+v", done.States, done.Receipt)
+	}
+	if counts := p2.eventCount(t, v.ActionID); counts["action.projected"] != 1 {
+		t.Fatalf("events %v", counts)
+	}
+	// The person's retry of the same command reads the stored answer.
+	got, _, err := p2.human.Answer(context.Background(), string(v.ActionID)+".q1", actionflow.AnswerBody{CommandID: "cmd-lost",
+		Answers: map[string]json.RawMessage{"q2": json.RawMessage(`{"port":8080}`), "q1": json.RawMessage(`"Staging"`)}})
+	if err != nil || got.Status != actionflow.QuestionAnswered {
+		t.Fatalf("retry: %+v %v", got, err)
 	}
 }
