@@ -41,11 +41,14 @@ func (s *Service) CancelAction(ctx context.Context, id ids.ActionID, reason stri
 			return false, fmt.Errorf("withdraw host task %s: %w", id, err)
 		}
 	}
-	if q, err := s.getQuestion(ctx, id); err == nil && q.Status == QuestionPending {
+	if q, err := s.getQuestion(ctx, id); err == nil {
+		// A pending question is cancelled (or expired); one answered just
+		// before the closure keeps its answer but its wait is failed all
+		// the same, so the closed action is recorded not_started.
 		if err := s.settleQuestion(ctx, q, reason); err != nil {
 			return false, fmt.Errorf("settle question %s: %w", q.QuestionID, err)
 		}
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return false, err
 	}
 	ap, err := s.getApproval(ctx, id)

@@ -363,9 +363,12 @@ func (s *Service) deliverAnswer(ctx context.Context, q Question) (Question, erro
 	if s.cfg.Tasks == nil {
 		return QuestionView(q), errors.New("actionflow: no TaskCompleter configured")
 	}
-	if a, err := s.getAction(ctx, q.ActionID); err == nil && (a.Start != nil || a.Closed != nil) {
+	if a, err := s.getAction(ctx, q.ActionID); err == nil && a.Start != nil {
 		return QuestionView(q), nil // already past the wait
 	}
+	// A closed action (cancelled after the answer was applied) still gets
+	// the completion: dispatch then refuses the closed action and the
+	// tool call is recorded not_started, instead of the wait hanging.
 	err := s.cfg.Tasks.SendTaskSuccess(ctx, q.TaskToken, encode(map[string]any{"question_id": q.QuestionID, "status": q.Status}))
 	switch {
 	case errors.Is(err, ErrTaskTimedOut):

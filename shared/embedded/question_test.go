@@ -374,3 +374,27 @@ func TestRecoveryDeliversAStoredAnswer(t *testing.T) {
 		t.Fatalf("retry: %+v %v", got, err)
 	}
 }
+
+// The answer was applied but not delivered when the execution is
+// cancelled: the wait is failed all the same (it never hangs), and the
+// closed action is not_started, never dispatched with the answer.
+func TestCancelAfterAnAnswerStillEndsTheWait(t *testing.T) {
+	p := serveQuestions(t, t.TempDir(), t.TempDir(), func(c *embedded.Config) { c.SweepInterval = -1 })
+	v := p.ask(t, "call_1")
+	p.pendingGen(t, v.ActionID, 1)
+	if err := answerWithoutDelivery(context.Background(), p.stack.Store, v.ActionID, "cmd-1", `{"q1":"Staging","q2":{"port":1}}`); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := p.human.Execution(context.Background(), v.ExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := ev.Execution.Version
+	if res, err := p.human.Command(context.Background(), v.ExecutionID, httpapi.CommandBody{CommandID: "cancel-1", Type: "cancel", ExpectedVersion: &version}); err != nil || res.Status != "applied" {
+		t.Fatalf("cancel: %+v %v", res, err)
+	}
+	done := p.finished(t, v.ActionID)
+	if done.States.Outcome != lifecycle.OutcomeNotStarted || done.Start != nil {
+		t.Fatalf("after cancel: %+v %+v", done.States, done.Receipt)
+	}
+}
