@@ -108,3 +108,22 @@ func TestCheckAnswers(t *testing.T) {
 		})
 	}
 }
+
+// The published schema is JSON Schema of the shape Parse accepts: the
+// Claude Code example and every kind parse.
+func TestInputSchemaDescribesParse(t *testing.T) {
+	var schema map[string]any
+	if err := json.Unmarshal(question.InputSchema, &schema); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	props := schema["properties"].(map[string]any)["questions"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
+	for _, field := range []string{"id", "question", "header", "kind", "multiSelect", "options", "fields"} {
+		if _, ok := props[field]; !ok {
+			t.Errorf("the schema does not describe %s", field)
+		}
+	}
+	example := `{"questions":[{"question":"Which library?","header":"Library","options":[{"label":"zod","description":"runtime"},{"label":"yup"}],"multiSelect":false}]}`
+	if _, probs := question.Parse(json.RawMessage(example)); len(probs) > 0 {
+		t.Fatalf("the Claude Code example: %+v", probs)
+	}
+}
