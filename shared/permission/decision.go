@@ -73,23 +73,21 @@ const (
 type Code string
 
 const (
-	CodeToolHidden      Code = "tool_hidden"
-	CodeHardConstraint  Code = "hard_constraint"
-	CodeProtectedPath   Code = "protected_path"
-	CodeRestriction     Code = "restriction"
-	CodeUnverifiable    Code = "unverifiable" // computed or unanalysable input might match a denial
-	CodePlanMode        Code = "plan_mode"
-	CodeDenyRule        Code = "deny_rule"
-	CodeGrant           Code = "grant"
-	CodeUnparseable     Code = "unparseable"
-	CodeOversized       Code = "oversized"
-	CodeOpaque          Code = "opaque"
-	CodeAskRule         Code = "ask_rule"
-	CodeAllowRule       Code = "allow_rule"
-	CodeBypass          Code = "bypass"
-	CodeReadOnlyInScope Code = "read_only_in_scope"
-	// CodeQuestion: AskUserQuestion asks the person; it changes nothing.
-	CodeQuestion               Code = "question_to_user"
+	CodeToolHidden             Code = "tool_hidden"
+	CodeHardConstraint         Code = "hard_constraint"
+	CodeProtectedPath          Code = "protected_path"
+	CodeRestriction            Code = "restriction"
+	CodeUnverifiable           Code = "unverifiable" // computed or unanalysable input might match a denial
+	CodePlanMode               Code = "plan_mode"
+	CodeDenyRule               Code = "deny_rule"
+	CodeGrant                  Code = "grant"
+	CodeUnparseable            Code = "unparseable"
+	CodeOversized              Code = "oversized"
+	CodeOpaque                 Code = "opaque"
+	CodeAskRule                Code = "ask_rule"
+	CodeAllowRule              Code = "allow_rule"
+	CodeBypass                 Code = "bypass"
+	CodeReadOnlyInScope        Code = "read_only_in_scope"
 	CodeEditInScope            Code = "accept_edits_in_scope"
 	CodeDontAsk                Code = "dont_ask"
 	CodeNoRule                 Code = "no_rule"
@@ -113,6 +111,10 @@ const (
 	CodeTooManyPaths           Code = "too_many_paths"        // more paths than a decision can record
 	CodeNotAllowed             Code = "not_allowed"           // the prior decision was a deny
 )
+
+// CodeQuestion: AskUserQuestion asks the person; it changes nothing, so the
+// mode default allows it where someone can answer and denies it elsewhere.
+const CodeQuestion Code = "question_to_user"
 
 // Reason is the machine-readable account of a decision.
 type Reason struct {
