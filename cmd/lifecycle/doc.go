@@ -6,6 +6,8 @@
 //	lifecycle show       an action, its decision, outcome, delivery and receipt
 //	lifecycle approvals  pending approvals of a session
 //	lifecycle approve / decline
+//	lifecycle questions  questions agents asked the session (pending unless --status)
+//	lifecycle answer     answer a question (--answers JSON) or skip it (--skip)
 //	lifecycle command    send an execution control (pause, continue, cancel, ...)
 //	lifecycle activity   the session's Activity sections
 //	lifecycle tail       follow the session's events

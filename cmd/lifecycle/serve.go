@@ -26,12 +26,14 @@ import (
 	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/mcpdownstream"
 	"github.com/openprogram/lifecycle/shared/mcpgateway"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/question"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/store"
 )
@@ -174,6 +176,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	defer ln.Close()
 
 	catalog := append([]permission.ToolSpec(nil), hosttools.Specs...)
+	catalog = append(catalog, permission.ToolSpec{Name: identity.QuestionTool, Description: question.Description, InputSchema: question.InputSchema})
 	var downstream *mcpdownstream.Pool
 	var downstreamStatus []mcpdownstream.Status
 	var mcpRoutes executor.Routes

@@ -372,7 +372,8 @@ func TestHTTPAPI(t *testing.T) {
 			}
 		}
 		if n := len(want); n != 25 {
-			t.Errorf("route table has %d routes, want 25 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
+		if n := len(want); n != 28 {
+			t.Errorf("route table has %d routes, want 28 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
 		}
 		var public []string
 		for _, r := range stack.Routes {

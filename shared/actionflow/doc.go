@@ -10,6 +10,10 @@
 //	DecideApproval   (API) a human's decision, applied exactly once, completes the wait
 //	Authorize        revalidate after the approval, immediately before dispatch
 //	Dispatch         attempt lease, start evidence, executor (sync) or host task publication (publish)
+//	Dispatch ask     AwaitAnswer (question.go): store the task token on a fresh pending question of the
+//	                 next generation, nothing starts; expire_question records the 24 h timeout
+//	AnswerQuestion   (API) a human's answer or skip, one command (command_id), applied once, completes
+//	                 the wait; Dispatch sync then writes start evidence and the result from the answer
 //	HostStart/HostResult (API) the host worker's claim and result, fenced by the attempt lease;
 //	HostHeartbeat (API) its liveness while the tool runs (SendTaskHeartbeat of the DispatchHost wait)
 //	Record           seal the write-once receipt from durable evidence, then fold the checkpoint
@@ -21,7 +25,8 @@
 // Execution control and recovery (packages control and recovery) use the
 // exported hooks: CancelAction (close an unstarted action, fail its wait),
 // Recover (the record step from durable evidence only), ResendDecision /
-// ResendResult (complete a wait again from a stored decision or result),
+// ResendAnswer / ResendResult (complete a wait again from a stored
+// decision, answer or result, only the action's current wait),
 // CloseAbandonedHost (answer unknown the wait of a host task whose
 // in-process worker died with an earlier process),
 // SaveExecution (fenced owner writes), the index listings (OpenActions,
@@ -60,7 +65,8 @@
 //
 // What it must never do: call an executor for an action whose start
 // evidence exists; turn a known result into unknown; record not_started for
-// a dispatched operation; treat an expired approval as approval; let an
-// agent principal decide an approval or reconcile an outcome. It imports no AWS or Lambda package;
+// a dispatched operation; treat an expired approval as approval or an
+// expired, cancelled or declined question as answered; let an agent
+// principal decide an approval, answer a question or reconcile an outcome. It imports no AWS or Lambda package;
 // adapters implement its ports (ports.go).
 package actionflow

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ type victim struct {
 	approval  httpapi.ApprovalView
 	hostTask  httpapi.ActionView // Bash, published for a host
 	execution ids.ExecutionID
+	question  actionflow.Question // AskUserQuestion, pending
 }
 
 func seedVictim(t *testing.T, s *stack) victim {
@@ -30,6 +32,8 @@ func seedVictim(t *testing.T, s *stack) victim {
 	v.approval = s.pendingApproval(owner, "ses_1", v.action.ActionID)
 	v.execution = v.action.ExecutionID
 	v.hostTask = s.submit(owner, "ses_1", "bash", submitBody("Bash", `{"command":"echo hi"}`, "c2"))
+	asked := s.submit(owner, "ses_1", "ask", submitBody("AskUserQuestion", `{"questions":[{"question":"Deploy?","kind":"confirm"}]}`, "c3"))
+	v.question = s.pendingQuestion(owner, "ses_1", asked.ActionID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		tasks, err := s.svc.HostTasks(context.Background(), "ses_1", 10)
@@ -44,7 +48,7 @@ func seedVictim(t *testing.T, s *stack) victim {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.waiting(v.action.ActionID, v.hostTask.ActionID)
+	s.waiting(v.action.ActionID, v.hostTask.ActionID, v.question.ActionID)
 	return v
 }
 
@@ -66,6 +70,10 @@ func attempts(v victim) []attempt {
 		{route: "GET /v1/sessions/{session_id}/approvals", req: req{method: "GET", path: "/v1/sessions/ses_1/approvals"}},
 		{route: "POST /v1/approvals/{approval_id}", humanOnly: true, req: req{method: "POST", path: "/v1/approvals/" + string(v.approval.ApprovalID),
 			body: httpapi.DecisionBody{Decision: "approve", Digest: v.approval.ArgsDigest}, header: map[string]string{auth.OriginHeader: "ui"}}},
+		{route: "GET /v1/sessions/{session_id}/questions", req: req{method: "GET", path: "/v1/sessions/ses_1/questions"}},
+		{route: "GET /v1/questions/{question_id}", req: req{method: "GET", path: "/v1/questions/" + v.question.QuestionID}},
+		{route: "POST /v1/questions/{question_id}/answer", humanOnly: true, req: req{method: "POST", path: "/v1/questions/" + v.question.QuestionID + "/answer",
+			body: actionflow.AnswerBody{CommandID: "cmd_q", Answers: map[string]json.RawMessage{"q1": json.RawMessage("true")}}, header: map[string]string{auth.OriginHeader: "ui"}}},
 		{route: "POST /v1/actions/{action_id}/reconciliation", humanOnly: true, req: req{method: "POST", path: "/v1/actions/" + string(v.hostTask.ActionID) + "/reconciliation",
 			body: actionflow.ReconcileRequest{Outcome: "succeeded", Note: "trust me"}, header: map[string]string{auth.OriginHeader: "ui"}}},
 		{route: "POST /v1/executions/{execution_id}/commands", humanOnly: true, req: req{method: "POST", path: "/v1/executions/" + string(v.execution) + "/commands",
@@ -164,6 +172,9 @@ func TestCrossSessionAndCrossRoleRefused(t *testing.T) {
 	}
 	if tasks, _ := s.svc.HostTasks(context.Background(), "ses_1", 10); len(tasks) != 1 {
 		t.Fatal("the host task was claimed by an attacker")
+	}
+	if q, err := s.svc.QuestionOfAction(context.Background(), v.question.ActionID); err != nil || q.Status != actionflow.QuestionPending {
+		t.Fatalf("question after the attempts: %+v %v", q, err)
 	}
 	if s.exec.calls.Load() != 0 {
 		t.Fatal("an attempt reached an executor")

@@ -187,7 +187,8 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 	}
 	st := &recordingStore{Store: sq}
 	exec := &countingExecutor{}
-	var decider actionflow.Decider = ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "Bash": lifecycle.PermissionAllow}
+	var decider actionflow.Decider = ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "Bash": lifecycle.PermissionAllow,
+		"AskUserQuestion": lifecycle.PermissionAllow}
 	if wire != nil {
 		d, o := wire(st)
 		decider = d

@@ -115,6 +115,10 @@ const (
 	CodeSandboxRelaxation      Code = "sandbox_relaxation"    // dangerouslyDisableSandbox or network no rule allows
 )
 
+// CodeQuestion: AskUserQuestion asks the person; it changes nothing, so the
+// mode default allows it where someone can answer and denies it elsewhere.
+const CodeQuestion Code = "question_to_user"
+
 // Reason is the machine-readable account of a decision.
 type Reason struct {
 	Source Source `json:"source"`

@@ -1,6 +1,6 @@
 // Package clientcmd holds the `lifecycle` CLI's client commands — token,
-// submit, show, approvals, approve, decline, reconcile, command, activity,
-// tail, policy and host — each a thin shell over package apiclient (or, for
+// submit, show, approvals, approve, decline, questions, answer, reconcile,
+// command, activity, tail, policy and host — each a thin shell over package apiclient (or, for
 // token, package auth with the key under the state directory). The
 // root command adds them with AddTo.
 //
@@ -17,6 +17,6 @@
 // session defaults to the one the token is scoped to.
 //
 // What it must never do: decide anything itself (authorization is the
-// API's), or send an approval without the exact digest of the arguments
-// it showed.
+// API's), send an approval without the exact digest of the arguments it
+// showed, or validate an answer itself (the API names the wrong field).
 package clientcmd

@@ -377,12 +377,15 @@ func (e *Engine) step(ctx context.Context, name ids.ActionID) (bool, error) {
 			return goTo("AwaitApproval")
 		}
 		return goTo("RecordOutcome")
-	case "AwaitApproval", "DispatchHost":
+	case "AwaitApproval", "DispatchHost", "AwaitAnswer":
 		if m.Done != nil {
 			d := *m.Done
 			if d.Success {
 				if m.State == "AwaitApproval" {
 					return goTo("Revalidate")
+				}
+				if m.State == "AwaitAnswer" {
+					return goTo("DispatchSync") // ResultPath $.answer: $.result stays null
 				}
 				var res actionflow.ToolResult
 				if err := json.Unmarshal(d.Output, &res); err != nil {
@@ -394,6 +397,9 @@ func (e *Engine) step(ctx context.Context, name ids.ActionID) (bool, error) {
 			m.Error = &actionflow.CaughtError{Error: d.Error, Cause: d.Cause}
 			if d.Error == "States.Timeout" && m.State == "AwaitApproval" {
 				return goTo("ExpireApproval")
+			}
+			if d.Error == "States.Timeout" && m.State == "AwaitAnswer" {
+				return goTo("ExpireQuestion")
 			}
 			return goTo("RecordOutcome")
 		}
@@ -410,6 +416,9 @@ func (e *Engine) step(ctx context.Context, name ids.ActionID) (bool, error) {
 		retry := transientRetry
 		if m.State == "DispatchHost" {
 			in.Mode, retry = "publish", dispatchRetry
+		}
+		if m.State == "AwaitAnswer" {
+			in.Mode, retry = "ask", dispatchRetry
 		}
 		in.TaskToken = m.Token
 		caught, err := e.invoke(retry, func() error {
@@ -434,6 +443,17 @@ func (e *Engine) step(ctx context.Context, name ids.ActionID) (bool, error) {
 		}
 		m.Waiting = true
 		return true, e.save(ctx, &m, from)
+	case "ExpireQuestion":
+		in := e.in(m, "expire_question")
+		caught, err := e.invoke(transientRetry, func() error {
+			_, err := e.Flow.Dispatch(ctx, in)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		_ = caught // ResultPath $.expire_error: $.error stays States.Timeout
+		return goTo("RecordOutcome")
 	case "ExpireApproval":
 		in := e.in(m, "expire")
 		caught, err := e.invoke(transientRetry, func() error {
@@ -496,6 +516,9 @@ func executorState(out actionflow.AuthorizeOutput) string {
 	if out.Executor == actionflow.ExecutorHost {
 		return "DispatchHost"
 	}
+	if out.Executor == actionflow.ExecutorQuestion {
+		return "AwaitAnswer"
+	}
 	return "DispatchSync"
 }
 
@@ -503,12 +526,14 @@ func executorState(out actionflow.AuthorizeOutput) string {
 // Its test compares it with the ASL file.
 var Graph = map[string][]string{
 	"Prepare":          {"Authorize"},
-	"Authorize":        {"DispatchHost", "DispatchSync", "AwaitApproval", "RecordOutcome"},
+	"Authorize":        {"DispatchHost", "DispatchSync", "AwaitApproval", "AwaitAnswer", "RecordOutcome"},
 	"AwaitApproval":    {"Revalidate", "ExpireApproval", "RecordOutcome"},
 	"ExpireApproval":   {"RecordOutcome"},
-	"Revalidate":       {"DispatchHost", "DispatchSync", "RecordOutcome"},
+	"Revalidate":       {"DispatchHost", "DispatchSync", "AwaitAnswer", "RecordOutcome"},
 	"DispatchSync":     {"RecordOutcome"},
 	"DispatchHost":     {"RecordOutcome"},
+	"AwaitAnswer":      {"DispatchSync", "ExpireQuestion", "RecordOutcome"},
+	"ExpireQuestion":   {"RecordOutcome"},
 	"RecordOutcome":    {"Project", "RuntimeFailure"},
 	"Project":          {"Done", "ProjectionFailed"},
 	"Done":             nil,
