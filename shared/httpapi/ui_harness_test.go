@@ -91,10 +91,11 @@ func newUIStack(t *testing.T, opts ...func(*httpapi.Config)) *uiStack {
 	}
 	st := &recordingStore{Store: sq}
 	exec, unknown := &countingExecutor{}, &unknownExecutor{}
-	decider := ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "flaky": lifecycle.PermissionAllow}
+	decider := ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "flaky": lifecycle.PermissionAllow,
+		"AskUserQuestion": lifecycle.PermissionAllow}
 	es, err := embedded.Start(context.Background(), embedded.Config{
 		StateDir: dir, NoHostWorker: true, Store: st, Decider: decider, Logger: quiet, SweepInterval: -1,
-		Routes:    executor.Routes{"noop": "test", "risky": "test", "flaky": "unknown"},
+		Routes:    executor.Routes{"noop": "test", "risky": "test", "flaky": "unknown", "AskUserQuestion": "question"},
 		Executors: map[string]actionflow.Executor{"test": exec, "unknown": unknown},
 	})
 	if err != nil {

@@ -223,9 +223,10 @@ export class QuestionCard {
     const label = h("label", { for: id, text: (f.label || f.name) + (f.required ? " (required)" : "") });
     let input;
     if (f.enum && f.enum.length) {
-      input = h("select", { id, name: f.name, disabled: dis, onchange: (e) => put(e.target.value === "" ? undefined : e.target.value) },
+      // Enum values are JSON values (strings or numbers): chosen by index.
+      input = h("select", { id, name: f.name, disabled: dis, onchange: (e) => put(e.target.value === "" ? undefined : f.enum[Number(e.target.value)]) },
         h("option", { value: "", text: "—" }),
-        f.enum.map((x) => h("option", { value: x, text: x, selected: cur[f.name] === x })));
+        f.enum.map((x, j) => h("option", { value: String(j), text: String(x), selected: cur[f.name] === x })));
     } else if (f.type === "boolean") {
       input = h("input", { id, name: f.name, type: "checkbox", checked: cur[f.name] === true, disabled: dis, onchange: (e) => put(e.target.checked) });
     } else if (f.type === "number" || f.type === "integer") {
@@ -363,6 +364,9 @@ export class QuestionCard {
       this.fieldError = "Not sent: " + e.message;
       this.renderStep();
       return;
+    }
+    if (e.status === 409 && e.code === "question_superseded") {
+      return this.setState("refused", "Not applied: this request was replaced by a newer one; answer that one (its own card).");
     }
     if (e.status === 409 && cur) {
       if (cur.status === "expired" || cur.status === "cancelled") return this.ended(cur.status);
