@@ -90,4 +90,36 @@ func TestUIPanels(t *testing.T) {
 		p.noNotice()
 		p.shot("3-answered-one")
 	})
+
+	// The execution is cancelled while its approval waits: the card does
+	// not vanish or read as approval; it says cancelled, offers nothing,
+	// and the operation never ran.
+	t.Run("approvals: cancelled while waiting", func(t *testing.T) {
+		s := newUIStack(t)
+		const session = "ses_panels_cancel"
+		human, agent := s.token(auth.RoleHuman, session), s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("risky", `{"command":"drop table"}`, "c1"))
+		p.wait(card(v.ActionID))
+		ver := s.execution(human, v.ExecutionID).Execution.Version
+		r := s.do(req{method: "POST", path: "/v1/executions/" + string(v.ExecutionID) + "/commands", token: human,
+			body: map[string]any{"command_id": "cmd_cancel_panels", "type": "cancel", "expected_version": ver}})
+		if r.status >= 300 {
+			t.Fatalf("cancel: %d %s", r.status, r.body)
+		}
+		p.wait(card(v.ActionID) + `[data-state="ended"]`)
+		got := p.text(card(v.ActionID))
+		if !strings.Contains(got, "not approved") || strings.Contains(got, "Approved ·") ||
+			eval[int](p, `document.querySelectorAll(`+jsString(card(v.ActionID)+" button.approve:not([hidden])")+`).length`) != 0 {
+			p.fail("the ended card reads %q", got)
+		}
+		if n := s.exec.calls.Load(); n != 0 {
+			t.Fatalf("the operation ran %d times", n)
+		}
+		p.noNotice()
+		p.shot("cancelled")
+		p.click(card(v.ActionID) + " button.dismiss")
+		p.waitJS("the dismissed card", `document.querySelectorAll("#decisions .card").length === 0`)
+	})
 }

@@ -422,10 +422,9 @@ function applyApprovals(s, list) {
     box.append(card.el); // never focused: the composer keeps focus
   }
   for (const [id, card] of s.cards) {
-    if (!pending.has(id) && card.closed()) {
-      card.el.remove();
-      s.cards.delete(id);
-    }
+    // Never answered here and no longer pending: the card says how it
+    // ended (cards.js gone()) and stays until dismissed.
+    if (!pending.has(id) && card.closed()) card.gone().then((changed) => { if (changed && live(s)) updateDecisionsHeading(s); });
   }
   updateDecisionsHeading(s);
 }
