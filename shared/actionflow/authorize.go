@@ -110,7 +110,7 @@ func (s *Service) route(tool string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if kind == ExecutorHost {
+	if kind == ExecutorHost || kind == ExecutorQuestion {
 		return kind, true
 	}
 	_, ok = s.cfg.Executors[kind]

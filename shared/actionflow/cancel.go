@@ -13,7 +13,8 @@ import (
 // dispatched. It closes the action (compare-and-swap, so a racing dispatch
 // claim either wrote its start evidence first or loses), then fails the
 // wait the action's state machine is parked on, if any: a pending approval
-// becomes cancelled, a published host task is withdrawn. The state machine
+// becomes cancelled, a pending question cancelled (or expired, when the
+// execution ended), a published host task is withdrawn. The state machine
 // then records not_started through its Catch (error ExecutionCancelled).
 //
 // An action that already started is left alone and started == true: it
@@ -39,6 +40,13 @@ func (s *Service) CancelAction(ctx context.Context, id ids.ActionID, reason stri
 		if err := s.failTask(ctx, a.Host.TaskToken, reason); err != nil {
 			return false, fmt.Errorf("withdraw host task %s: %w", id, err)
 		}
+	}
+	if q, err := s.getQuestion(ctx, id); err == nil && q.Status == QuestionPending {
+		if err := s.settleQuestion(ctx, q, reason); err != nil {
+			return false, fmt.Errorf("settle question %s: %w", q.QuestionID, err)
+		}
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, err
 	}
 	ap, err := s.getApproval(ctx, id)
 	switch {

@@ -22,6 +22,8 @@ func leaseResource(a ids.ActionID) string { return "ACTION#" + string(a) }
 // Dispatch is the dispatch step. Mode "sync" (direct Lambda task) runs the
 // executor inline; mode "publish" (a waitForTaskToken task) publishes the
 // authorized task for a host worker, whose posted result completes the wait.
+// Mode "ask" (the AwaitAnswer wait) stores a question for the human, mode
+// "expire_question" records that wait's timeout (question.go).
 //
 // It takes the attempt lease, writes execution-start evidence immediately
 // before calling the executor, and never calls an executor for an action
@@ -36,6 +38,10 @@ func (s *Service) Dispatch(ctx context.Context, in StepInput) (DispatchOutput, e
 		out, err = s.dispatchSync(ctx, in)
 	case "publish":
 		out, err = s.publishHostTask(ctx, in)
+	case "ask":
+		out, err = s.askQuestion(ctx, in)
+	case "expire_question":
+		out, err = s.expireQuestion(ctx, in)
 	default:
 		err = &PermanentError{Code: "bad_mode", Msg: fmt.Sprintf("dispatch mode %q", in.Mode)}
 	}
@@ -93,12 +99,15 @@ func (s *Service) dispatchSync(ctx context.Context, in StepInput) (ToolResult, e
 	if err != nil {
 		return ToolResult{}, &NotStartedError{Code: "load", Msg: err.Error()}
 	}
-	if a.Start != nil {
-		return alreadyDispatched(a), nil
-	}
 	kind := ""
 	if a.Decision != nil {
 		kind = a.Decision.Executor
+	}
+	if kind == ExecutorQuestion {
+		return s.dispatchQuestion(ctx, a)
+	}
+	if a.Start != nil {
+		return alreadyDispatched(a), nil
 	}
 	ex, ok := s.cfg.Executors[kind]
 	if !ok {

@@ -180,6 +180,8 @@ func (s *Service) receiptFor(a Action, in StepInput, by string) (Receipt, error)
 			rc.ErrorCode, rc.Error = "permission_denied:"+a.Decision.Reason.Code, a.Decision.Reason.Detail
 		case in.Error != nil && in.Error.Error == ApprovalDeclined:
 			rc.ErrorCode, rc.Error = "approval_declined", in.Error.Cause
+		case in.Error != nil && in.Error.Error == "States.Timeout" && a.Decision != nil && a.Decision.Executor == ExecutorQuestion:
+			rc.ErrorCode, rc.Error = "question_expired", "the question was not answered in time; expiry is never an answer"
 		case in.Error != nil && (in.Error.Error == "States.Timeout" || in.Error.Error == "States.HeartbeatTimeout"):
 			rc.ErrorCode, rc.Error = "approval_expired", "the approval wait timed out; expiry is never approval"
 		case in.Error != nil:

@@ -13,6 +13,10 @@ const (
 	KindNoop   = "noop"
 	KindHTTP   = "http"
 	KindLambda = "lambda"
+	// KindQuestion: the human answers (AskUserQuestion). The action's state
+	// machine waits for the answer with a task token (AwaitAnswer), then
+	// dispatch turns the stored answer into the tool result.
+	KindQuestion = "question"
 )
 
 // Routes maps tool names to executor kinds. A pattern ending in "*" matches
@@ -21,9 +25,10 @@ type Routes map[string]string
 
 // DefaultRoutes: the host tools (Bash, Read, Write, Edit, under every name
 // identity.ToolNames gives them: the names the permission engine judges
-// them by) run on the agent's machine, "noop" does nothing.
+// them by) run on the agent's machine, "noop" does nothing, and
+// AskUserQuestion is answered by the human (KindQuestion).
 var DefaultRoutes = func() Routes {
-	r := Routes{"noop": KindNoop}
+	r := Routes{"noop": KindNoop, identity.QuestionTool: KindQuestion}
 	for _, tool := range []string{"Bash", "Read", "Write", "Edit"} {
 		for _, name := range identity.ToolNames(tool) {
 			r[name] = KindHost

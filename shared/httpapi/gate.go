@@ -26,6 +26,7 @@ type target struct {
 	Action    *actionflow.Action
 	Execution *actionflow.Execution
 	Approval  *actionflow.Approval
+	Question  *actionflow.Question
 }
 
 // call is an authorized request.
@@ -42,6 +43,9 @@ func (h *api) table() []route {
 		{"POST /v1/actions/{action_id}/reconciliation", auth.CapDecide, h.actionScope, h.reconcile},
 		{"GET /v1/sessions/{session_id}/approvals", auth.CapRead, pathSession, h.listApprovals},
 		{"POST /v1/approvals/{approval_id}", auth.CapDecide, h.approvalScope, h.decide},
+		{"GET /v1/sessions/{session_id}/questions", auth.CapRead, pathSession, h.listQuestions},
+		{"GET /v1/questions/{question_id}", auth.CapRead, h.questionScope, h.getQuestion},
+		{"POST /v1/questions/{question_id}/answer", auth.CapDecide, h.questionScope, h.answerQuestion},
 		{"POST /v1/executions/{execution_id}/commands", auth.CapCommand, h.executionScope, h.command},
 		{"POST /v1/executions/{execution_id}/end", auth.CapEnd, h.executionScope, h.end},
 		{"GET /v1/executions/{execution_id}", auth.CapRead, h.executionScope, h.getExecution},
@@ -145,7 +149,7 @@ func (h *api) audit(r *http.Request, rt route, p actionflow.Principal, t target,
 
 // addressedID is the record id a route addresses in its path, if any.
 func addressedID(r *http.Request) (kind, id string) {
-	for _, k := range []string{"approval_id", "execution_id", "action_id"} {
+	for _, k := range []string{"approval_id", "question_id", "execution_id", "action_id"} {
 		if v := r.PathValue(k); v != "" {
 			return strings.TrimSuffix(k, "_id"), v
 		}

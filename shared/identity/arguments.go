@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/openprogram/lifecycle/shared/question"
 )
 
 // Type is the JSON type of an argument field.
@@ -83,7 +85,20 @@ func init() {
 	for _, name := range []string{"Edit", "edit_file"} {
 		Builtin[name] = fileTool(name, editFields...)
 	}
+	// AskUserQuestion: a nested schema (package question) checked whole.
+	Builtin[QuestionTool] = Contract{Tool: QuestionTool, Check: func(args json.RawMessage) []Problem {
+		_, probs := question.Parse(args)
+		out := make([]Problem, len(probs))
+		for i, p := range probs {
+			out[i] = Problem{Field: p.Field, Problem: p.Problem}
+		}
+		return out
+	}}
 }
+
+// QuestionTool is the tool an agent asks the human with (routed to the
+// question executor).
+const QuestionTool = "AskUserQuestion"
 
 // CheckArguments checks args (a JSON object) against the contract: every
 // required field present, every field of its type and bounds, no field
@@ -93,6 +108,11 @@ func init() {
 // PathArguments against it. A contract without fields checks nothing. The
 // problems are sorted by field.
 func (c Contract) CheckArguments(args json.RawMessage) []Problem {
+	if c.Check != nil {
+		out := c.Check(args)
+		sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+		return out
+	}
 	if len(c.Fields) == 0 {
 		return nil
 	}

@@ -28,6 +28,9 @@ type Contract struct {
 	// Renamed maps a spelling the contract refuses to the name it uses
 	// ("path" → "file_path"), for a precise error.
 	Renamed map[string]string
+	// Check, when set, checks what Fields cannot express (a nested schema,
+	// e.g. AskUserQuestion's questions); its problems join the field ones.
+	Check func(args json.RawMessage) []Problem
 }
 
 // Contracts is a registry of known tool contracts, keyed by tool name.

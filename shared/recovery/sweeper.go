@@ -331,6 +331,15 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 			}
 			return rep, err
 		}
+		if a.Start == nil && a.Decision != nil && a.Decision.Executor == actionflow.ExecutorQuestion {
+			// An answer is durable on the question; a lost SendTaskSuccess
+			// is sent again from it (only for the action's current wait).
+			sent, err := flow.ResendAnswer(ctx, id)
+			if sent {
+				rep.Did = ResentDecision
+			}
+			return rep, err
+		}
 		if a.Start == nil && a.States.Permission == lifecycle.PermissionAsk {
 			sent, err := flow.ResendDecision(ctx, id)
 			if sent {
@@ -345,6 +354,11 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 	// expired, never approved.
 	if ap, err := flow.GetApproval(ctx, id); err == nil && ap.Status == actionflow.ApprovalPending {
 		if _, err := flow.ApprovalStep(ctx, actionflow.StepInput{ActionID: id, ExecutionID: a.ExecutionID, Mode: "expire"}); err != nil {
+			return rep, err
+		}
+	}
+	if q, err := flow.QuestionOfAction(ctx, id); err == nil && q.Status == actionflow.QuestionPending {
+		if _, err := flow.Dispatch(ctx, actionflow.StepInput{ActionID: id, ExecutionID: a.ExecutionID, Mode: "expire_question"}); err != nil {
 			return rep, err
 		}
 	}
