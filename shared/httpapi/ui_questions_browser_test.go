@@ -405,6 +405,14 @@ func TestUIQuestions(t *testing.T) {
 		if st := eval[string](p, `document.querySelector(`+jsString(qcard(b.ActionID))+`).dataset.state`); st != "pending" {
 			p.fail("the waiting card is %q", st)
 		}
+		// The answered request's receipt stays in the conversation: the
+		// details read it from the stored question.
+		p.click(`.section[data-section="in_progress"] ` + strings.TrimPrefix(branchOf(a.ExecutionID), "#activity "))
+		row := execRow(a.ExecutionID) + ` .action[data-action-id="` + string(a.ActionID) + `"]`
+		p.wait(row + ` .q-receipt[data-state="answered"]`)
+		if got := p.text(row + " .q-receipt"); !strings.Contains(got, "Answered by human:"+session) || !strings.Contains(got, "Database: staging") {
+			p.fail("after the reload the receipt reads %q", got)
+		}
 		p.noNotice()
 		p.shot("2-reloaded-after-answer")
 	})

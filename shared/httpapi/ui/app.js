@@ -336,10 +336,11 @@ async function refresh(s) {
   }
 }
 
-// getQuestions reads the session's pending question requests; a server
+// getQuestions reads the session's question requests (pending ones are
+// cards, ended ones are receipts in the details); a server
 // without the questions route (404 route_not_found) has none to offer.
 function getQuestions(s, base) {
-  return get(s, base + "/questions").catch((e) => {
+  return get(s, base + "/questions?status=all").catch((e) => {
     if (e instanceof HttpError && e.status === 404 && e.code !== "session_not_found") return null;
     throw e;
   });
@@ -573,7 +574,7 @@ function actionItem(s, e, v, a) {
       badge("delivery", st.delivery || "pending")),
     card && card.state === "pending" ? h("button", { type: "button", class: "link", "data-focus-key": "answer:" + a.action_id,
       text: "Answer in the decision panel", onclick: () => card.el.scrollIntoView({ block: "nearest" }) }) : null,
-    questionReceipt(s.questions.forAction(a.action_id)),
+    questionReceipt(s.questions.forAction(a.action_id), s.questions.recordFor(a.action_id)),
     st.outcome === "unknown" || st.reconciled ? reconcile(s, e, v, a) : null);
 }
 

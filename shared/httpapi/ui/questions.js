@@ -390,6 +390,15 @@ export class QuestionCard {
     return cur.status === "answered" && JSON.stringify(canon(cur.answers || cur.answer)) === JSON.stringify(canon(this.body.answers));
   }
 
+  // settled: a read lists the request, never submitted here, as ended.
+  settled(q) {
+    if (this.state !== "pending") return;
+    if (q.status === "answered" || q.status === "declined") {
+      this.setState("refused", "Answered elsewhere: this request was " + (q.status === "declined" ? "skipped" : "answered") +
+        (q.answered_by && q.answered_by.subject ? " by " + q.answered_by.subject : "") + ".");
+    } else this.ended(q.status);
+  }
+
   // gone: a refresh no longer lists the request as pending. A card never
   // submitted reads its final state (expired, cancelled, answered
   // elsewhere) so it can say so, rather than vanish.
@@ -401,10 +410,7 @@ export class QuestionCard {
       if (!this.ctx.live() || this.state !== "pending") return;
       const q = (data && (data.question || data)) || {};
       if (q.status === "pending") return;
-      if (q.status === "answered" || q.status === "declined") {
-        this.setState("refused", "Answered elsewhere: this request was " + (q.status === "declined" ? "skipped" : "answered") +
-          (q.answered_by && q.answered_by.subject ? " by " + q.answered_by.subject : "") + ".");
-      } else this.ended(q.status || "gone");
+      this.settled(q.status ? q : { status: "gone" });
     } catch (e) {
       if (!this.ctx.live()) return;
       if (e instanceof HttpError && e.status === 404) this.setState("refused", "Not answered: this request no longer exists.");
