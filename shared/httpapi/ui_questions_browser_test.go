@@ -202,6 +202,9 @@ func TestUIQuestions(t *testing.T) {
 		}
 		p.click(c + " button.next")
 		stepIs("2", "Window")
+		if !eval[bool](p, `!!document.activeElement.closest(`+jsString(c)+`)`) {
+			p.fail("Next to the last question dropped the focus out of the card (on %q)", eval[string](p, "document.activeElement.outerHTML.slice(0, 80)"))
+		}
 		p.do(chromedp.SendKeys(chromedp.CSS(c+` input[name="hour"]`), "14"),
 			chromedp.SendKeys(chromedp.CSS(c+` input[name="note"]`), "after the standup"),
 			chromedp.SetValue(chromedp.CSS(c+` select[name="notify"]`), "0"))
@@ -372,6 +375,85 @@ func TestUIQuestions(t *testing.T) {
 		}
 		p.noNotice()
 		p.shot("2-one-answered")
+	})
+
+	// An answer the server refuses (400 naming answers.window.hour) brings
+	// the card back to that question with the message; the draft stays
+	// and the corrected answer goes through.
+	t.Run("invalid answer keeps the draft", func(t *testing.T) {
+		s := newUIStack(t)
+		const session = "ses_q8"
+		human, agent := s.token(auth.RoleHuman, session), s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("AskUserQuestion", threeQuestions, "c1"))
+		c := qcard(v.ActionID)
+		p.click(c + ` input[value="staging"]`)
+		p.click(c + " button.next")
+		p.click(c + ` input[value="lint"]`)
+		p.click(c + " button.next")
+		p.do(chromedp.SendKeys(chromedp.CSS(c+` input[name="hour"]`), "14.5"))
+		p.click(c + " button.submit")
+		p.waitJS("the refused answer back in the draft", `document.querySelector(`+jsString(c)+`).dataset.state === "pending" &&
+			document.querySelector(`+jsString(c+" .form-error")+`).textContent.includes("Not sent")`)
+		if got := p.text(c + " .form-error"); !strings.Contains(got, "Hour (UTC)") {
+			p.fail("the message does not name the field: %q", got)
+		}
+		if got := eval[string](p, `document.querySelector(`+jsString(c+` input[name="hour"]`)+`).value`); got != "14.5" {
+			p.fail("the refused value is gone: %q", got)
+		}
+		p.noNotice()
+		p.shot("1-refused-field")
+		p.click(c + " button.back")
+		p.click(c + " button.back")
+		if !eval[bool](p, `document.querySelector(`+jsString(c+` input[value="staging"]`)+`).checked`) {
+			p.fail("the first answer is gone after the 400")
+		}
+		p.click(c + " button.next")
+		p.click(c + " button.next")
+		p.do(chromedp.SetValue(chromedp.CSS(c+` input[name="hour"]`), ""), chromedp.SendKeys(chromedp.CSS(c+` input[name="hour"]`), "9"))
+		p.click(c + " button.submit")
+		p.wait(c + `[data-state="answered"]`)
+		if q := s.question(p, human, v.ActionID); string(q.Answers["window"]) != `{"hour":9}` || string(q.Answers["env"]) != `"staging"` {
+			t.Fatalf("stored %+v", q.Answers)
+		}
+		p.shot("2-answered")
+	})
+
+	// Someone else answered while this page heard nothing (its event
+	// stream held): Submit loses with 409; the card says not applied and
+	// who answered, never "answered" by this person.
+	t.Run("answered elsewhere first", func(t *testing.T) {
+		s := newUIStack(t)
+		const session = "ses_q9"
+		human, agent := s.token(auth.RoleHuman, session), s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("AskUserQuestion", oneQuestion, "c1"))
+		c := qcard(v.ActionID)
+		p.wait(c)
+		id := eval[string](p, `document.querySelector(`+jsString(c)+`).dataset.questionId`)
+		hold := make(chan struct{})
+		s.holdEvents.Store(&hold)
+		defer close(hold)
+		s.srv.CloseClientConnections()
+		p.waitJS("the page to lose its stream", `document.getElementById("live").dataset.state !== "live"`)
+		r := s.do(req{method: "POST", path: "/v1/questions/" + id + "/answer", token: s.token(auth.RoleHuman, session),
+			body: map[string]any{"command_id": "cmd_other_tab", "answers": map[string]any{"q1": "production"}}})
+		if r.status != http.StatusOK {
+			t.Fatalf("the other answer: %d %s", r.status, r.body)
+		}
+		p.click(c + ` input[value="staging"]`)
+		p.click(c + " button.submit")
+		p.wait(c + `[data-state="refused"]`)
+		got := p.text(c + " .card-status")
+		if !strings.Contains(got, "Not applied") || !strings.Contains(got, "already answered") || strings.Contains(got, "applied by") {
+			p.fail("the card reads %q", got)
+		}
+		if q := s.question(p, human, v.ActionID); string(q.Answers["q1"]) != `"production"` || q.CommandID != "cmd_other_tab" {
+			t.Fatalf("stored %+v", q)
+		}
+		p.shot("not-applied")
 	})
 
 	// A reload reads the pending requests again; the answered one is gone

@@ -81,7 +81,7 @@ export class QuestionCard {
   build() {
     const r = this.req;
     const titleID = "qcard-title-" + this.id;
-    this.titleEl = h("h3", { id: titleID, text: this.qs.length > 1 ? "Questions for you" : "A question for you" });
+    this.titleEl = h("h3", { id: titleID, text: this.askTitle() });
     this.stepEl = h("span", { class: "muted step" });
     this.collapseBtn = h("button", { type: "button", class: "link collapse", "aria-expanded": "true",
       "aria-controls": "qcard-body-" + this.id, text: "Collapse", onclick: () => this.toggle() });
@@ -111,6 +111,10 @@ export class QuestionCard {
     if (!this.ctx.canAnswer) this.statusEl.textContent = "Only the session's human owner can answer (this token's role cannot).";
   }
 
+  askTitle() {
+    return this.qs.length > 1 ? "Questions for you" : "A question for you";
+  }
+
   toggle() {
     const open = this.bodyEl.hidden;
     this.bodyEl.hidden = !open;
@@ -125,6 +129,14 @@ export class QuestionCard {
     if (d > 0 && !this.check(this.step)) return;
     this.step = n;
     this.renderStep();
+    // The owner is working in this card: when the button they pressed
+    // disappears (Next on the last step becomes Submit), keep the focus in
+    // the card, on the question's first field. Never the composer's.
+    const a = document.activeElement;
+    if (!a || a === document.body || a.hidden) {
+      const first = this.stepBody.querySelector("input, textarea, select");
+      if (first) first.focus();
+    }
   }
 
   // check says whether the question at i is answered enough to leave it
@@ -299,7 +311,7 @@ export class QuestionCard {
     this.retryBtn.hidden = state !== "unknown";
     this.dismissBtn.hidden = !TERMINAL.includes(state);
     this.el.querySelector(".card-head .badge").hidden = !open;
-    if (!open) this.titleEl.textContent = this.qs.length > 1 ? "Your answers" : "Your answer";
+    this.titleEl.textContent = open ? this.askTitle() : this.qs.length > 1 ? "Your answers" : "Your answer";
     if (state === "expired" || state === "cancelled") this.titleEl.textContent = "Question " + state;
   }
 
@@ -355,13 +367,14 @@ export class QuestionCard {
     const cur = e.current && typeof e.current === "object" ? e.current : null;
     if (e.status === 400 && this.body && !this.body.skip) {
       // The answer does not fit: back to the draft, at the question named.
-      const m = /^answers\.([^.[\]]+)/.exec(e.field || "");
+      const m = /^answers\.([^.[\]]+)(?:\.(.+))?$/.exec(e.field || "");
       const i = m ? this.qs.findIndex((q, j) => keyOf(q, j) === m[1]) : -1;
+      const f = i >= 0 && m[2] ? (this.qs[i].fields || []).find((x) => x.name === m[2]) : null;
       this.body = null;
       this.answerEl.hidden = true;
       this.setState("pending", "");
       if (i >= 0) this.step = i;
-      this.fieldError = "Not sent: " + e.message;
+      this.fieldError = "Not sent: " + (f ? (f.label || f.name) + ": " : m && m[2] ? m[2] + ": " : "") + e.message;
       this.renderStep();
       return;
     }
