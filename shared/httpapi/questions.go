@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/store"
 )
 
 // QuestionList answers GET /v1/sessions/{session_id}/questions.
@@ -29,7 +31,10 @@ func (h *api) listQuestions(w http.ResponseWriter, r *http.Request, c *call) err
 	return nil
 }
 
-func (h *api) getQuestion(w http.ResponseWriter, _ *http.Request, c *call) error {
+func (h *api) getQuestion(w http.ResponseWriter, r *http.Request, c *call) error {
+	if id := r.PathValue("question_id"); c.t.Question.QuestionID != id {
+		return &actionflow.NotFoundError{What: "question " + id + " (replaced by " + c.t.Question.QuestionID + ")"}
+	}
 	writeJSON(w, http.StatusOK, *c.t.Question)
 	return nil
 }
@@ -63,7 +68,17 @@ func (h *api) questionScope(r *http.Request, p actionflow.Principal) (target, er
 	if err := ids.Validate("question_id", id); err != nil {
 		return target{}, badRequest("invalid_field", "question_id", err.Error())
 	}
-	q, err := h.svc.GetQuestion(r.Context(), id, actionflow.Principal{Role: "admin"})
+	// The session is the action's, whatever the generation: an id of a
+	// wait that a newer one replaced is then answered 409
+	// question_superseded (or read 404), not hidden like a foreign id.
+	action, _, ok := actionflow.ActionOfQuestion(id)
+	if !ok {
+		return target{}, &actionflow.NotFoundError{What: "question " + id}
+	}
+	q, err := h.svc.QuestionOfAction(r.Context(), action)
+	if errors.Is(err, store.ErrNotFound) {
+		return target{}, &actionflow.NotFoundError{What: "question " + id}
+	}
 	if err != nil {
 		return target{}, err
 	}

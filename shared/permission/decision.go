@@ -73,21 +73,23 @@ const (
 type Code string
 
 const (
-	CodeToolHidden             Code = "tool_hidden"
-	CodeHardConstraint         Code = "hard_constraint"
-	CodeProtectedPath          Code = "protected_path"
-	CodeRestriction            Code = "restriction"
-	CodeUnverifiable           Code = "unverifiable" // computed or unanalysable input might match a denial
-	CodePlanMode               Code = "plan_mode"
-	CodeDenyRule               Code = "deny_rule"
-	CodeGrant                  Code = "grant"
-	CodeUnparseable            Code = "unparseable"
-	CodeOversized              Code = "oversized"
-	CodeOpaque                 Code = "opaque"
-	CodeAskRule                Code = "ask_rule"
-	CodeAllowRule              Code = "allow_rule"
-	CodeBypass                 Code = "bypass"
-	CodeReadOnlyInScope        Code = "read_only_in_scope"
+	CodeToolHidden      Code = "tool_hidden"
+	CodeHardConstraint  Code = "hard_constraint"
+	CodeProtectedPath   Code = "protected_path"
+	CodeRestriction     Code = "restriction"
+	CodeUnverifiable    Code = "unverifiable" // computed or unanalysable input might match a denial
+	CodePlanMode        Code = "plan_mode"
+	CodeDenyRule        Code = "deny_rule"
+	CodeGrant           Code = "grant"
+	CodeUnparseable     Code = "unparseable"
+	CodeOversized       Code = "oversized"
+	CodeOpaque          Code = "opaque"
+	CodeAskRule         Code = "ask_rule"
+	CodeAllowRule       Code = "allow_rule"
+	CodeBypass          Code = "bypass"
+	CodeReadOnlyInScope Code = "read_only_in_scope"
+	// CodeQuestion: AskUserQuestion asks the person; it changes nothing.
+	CodeQuestion               Code = "question_to_user"
 	CodeEditInScope            Code = "accept_edits_in_scope"
 	CodeDontAsk                Code = "dont_ask"
 	CodeNoRule                 Code = "no_rule"

@@ -285,6 +285,16 @@ func denyReason(src Source, code Code, h hit) Reason {
 
 func (e *Engine) modeDefault(x *evalCtx, why string) result {
 	mode := x.pol.Mode
+	if canonicalTool(x.req.Call.Tool) == identity.QuestionTool {
+		// Asking the person a question has no effect outside the
+		// conversation, and the person answering it is the approval: one
+		// prompt, not two. Nobody can answer without an owner present, and
+		// dontAsk asks nobody.
+		if x.req.Trusted.Interactive && mode != ModeDontAsk {
+			return result{outAllow, Reason{Source: SourceMode, Code: CodeQuestion, Detail: "a question to the user changes nothing; the user's answer is the decision"}}
+		}
+		return result{outDeny, Reason{Source: SourceMode, Code: CodeQuestion, Detail: "nobody can answer a question here (noninteractive or dontAsk)"}}
+	}
 	if mode == ModeBypass {
 		return result{outAllow, Reason{Source: SourceMode, Code: CodeBypass, Detail: "bypassPermissions mode allows what no rule stops"}}
 	}
@@ -306,6 +316,9 @@ func (e *Engine) modeDefault(x *evalCtx, why string) result {
 
 // readOnly: the call cannot change anything (plan mode).
 func (x *evalCtx) readOnly() bool {
+	if canonicalTool(x.req.Call.Tool) == identity.QuestionTool {
+		return true // a question changes nothing
+	}
 	switch x.view.fam {
 	case famRead:
 		return true
