@@ -5,12 +5,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/openprogram/lifecycle/shared/auth"
+	"github.com/openprogram/lifecycle/shared/embedded"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/sfnlocal"
 )
 
 func qcard(action ids.ActionID) string {
@@ -332,6 +335,48 @@ func TestUIQuestions(t *testing.T) {
 			p.fail("%d answers sent", n)
 		}
 		p.shot("cancelled")
+	})
+
+	// Nobody answers within the wait (24 h on the engine's clock): the card
+	// says expired, offers nothing, never reads as answered, and the tool
+	// call did not succeed.
+	t.Run("expired", func(t *testing.T) {
+		clock := sfnlocal.NewFakeClock(time.Now())
+		s := newUIStackEngine(t, func(c *embedded.Config) { c.EngineClock, c.Clock = clock, clock.Now })
+		const session = "ses_q10"
+		human, agent := s.token(auth.RoleHuman, session), s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "owner", s.url+"/ui/#token="+human)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("AskUserQuestion", threeQuestions, "c1"))
+		c := qcard(v.ActionID)
+		p.click(c + ` input[value="staging"]`) // a draft nobody sends
+		if q := s.question(p, human, v.ActionID); q.Status != "pending" {
+			t.Fatalf("before the timeout: %+v", q)
+		}
+		clock.Advance(25 * time.Hour)
+		p.wait(c + `[data-state="expired"]`)
+		got := p.text(c)
+		if !strings.Contains(got, "Expired") || strings.Contains(got, "Answered") || strings.Contains(got, "Your answer:") ||
+			eval[int](p, `document.querySelectorAll(`+jsString(c+" button.submit:not([hidden]):not(:disabled)")+`).length`) != 0 {
+			p.fail("the expired card reads %q", got)
+		}
+		if n := p.answerPosts(); n != 0 {
+			p.fail("%d answers sent", n)
+		}
+		if q := s.question(p, human, v.ActionID); q.Status != "expired" || len(q.Answers) != 0 {
+			t.Fatalf("stored %+v", q)
+		}
+		done := s.waitAction(agent, v.ActionID)
+		if done.States.Outcome == lifecycle.OutcomeSucceeded {
+			t.Fatalf("an expired question succeeded: %+v", done.States)
+		}
+		p.click(`#activity ` + strings.TrimPrefix(branchOf(v.ExecutionID), "#activity "))
+		row := execRow(v.ExecutionID) + ` .action[data-action-id="` + string(v.ActionID) + `"]`
+		p.wait(row + ` .q-receipt`)
+		if got := p.text(row + " .q-receipt"); !strings.Contains(got, "Expired") || strings.Contains(got, "Answered") {
+			p.fail("the details read %q", got)
+		}
+		p.shot("expired")
 	})
 
 	// Two question requests and an approval at once: three keyed cards,

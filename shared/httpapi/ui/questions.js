@@ -305,7 +305,7 @@ export class QuestionCard {
     this.statusEl.classList.toggle("error", ["failed", "refused", "expired", "cancelled"].includes(state));
     const open = state === "pending";
     this.bodyEl.hidden = !open || this.el.dataset.collapsed === "true";
-    this.collapseBtn.hidden = !open;
+    this.collapseBtn.hidden = this.stepEl.hidden = !open;
     for (const b of [this.backBtn, this.nextBtn, this.submitBtn, this.skipBtn]) b.disabled = !open;
     if (open) this.renderStep();
     this.retryBtn.hidden = state !== "unknown";
