@@ -379,6 +379,29 @@ func TestUIQuestions(t *testing.T) {
 		p.shot("expired")
 	})
 
+	// A page with the agent's token shows the question but offers no way
+	// to answer it (only a human of the session answers).
+	t.Run("agent token cannot answer", func(t *testing.T) {
+		s := newUIStack(t)
+		const session = "ses_q11"
+		agent := s.token(auth.RoleAgent, session)
+		p := openPage(t, browser, "agent", s.url+"/ui/#token="+agent)
+		p.ready()
+		v := s.submit(agent, session, "k1", submitBody("AskUserQuestion", oneQuestion, "c1"))
+		c := qcard(v.ActionID)
+		p.wait(c)
+		if n := eval[int](p, `document.querySelectorAll(`+jsString(c+" button.submit, "+c+" button.skip, "+c+" button.next")+`).length`); n != 0 {
+			p.fail("the agent's page offers %d answer controls", n)
+		}
+		if !eval[bool](p, `[...document.querySelectorAll(`+jsString(c+" input")+`)].every(i => i.disabled)`) {
+			p.fail("the agent's page lets the options be chosen")
+		}
+		if got := p.text(c + " .card-status"); !strings.Contains(got, "Only the session's human owner") {
+			p.fail("the card reads %q", got)
+		}
+		p.shot("agent")
+	})
+
 	// Two question requests and an approval at once: three keyed cards,
 	// each with its execution; answering one leaves the others as they were.
 	t.Run("two cards at once", func(t *testing.T) {
