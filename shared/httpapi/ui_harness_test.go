@@ -84,6 +84,13 @@ func (s *uiStack) Facts(ctx context.Context, session ids.SessionID, recs actionf
 
 func newUIStack(t *testing.T, opts ...func(*httpapi.Config)) *uiStack {
 	t.Helper()
+	return newUIStackEngine(t, nil, opts...)
+}
+
+// newUIStackEngine is newUIStack with a change to the embedded stack's
+// configuration (a fake engine clock, for instance).
+func newUIStackEngine(t *testing.T, engine func(*embedded.Config), opts ...func(*httpapi.Config)) *uiStack {
+	t.Helper()
 	dir := t.TempDir()
 	sq, err := sqlitestore.Open(filepath.Join(dir, "state.db"))
 	if err != nil {
@@ -91,12 +98,17 @@ func newUIStack(t *testing.T, opts ...func(*httpapi.Config)) *uiStack {
 	}
 	st := &recordingStore{Store: sq}
 	exec, unknown := &countingExecutor{}, &unknownExecutor{}
-	decider := ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "flaky": lifecycle.PermissionAllow}
-	es, err := embedded.Start(context.Background(), embedded.Config{
+	decider := ruleDecider{"noop": lifecycle.PermissionAllow, "risky": lifecycle.PermissionAsk, "flaky": lifecycle.PermissionAllow,
+		"AskUserQuestion": lifecycle.PermissionAllow}
+	ecfg := embedded.Config{
 		StateDir: dir, NoHostWorker: true, Store: st, Decider: decider, Logger: quiet, SweepInterval: -1,
-		Routes:    executor.Routes{"noop": "test", "risky": "test", "flaky": "unknown"},
+		Routes:    executor.Routes{"noop": "test", "risky": "test", "flaky": "unknown", "AskUserQuestion": "question"},
 		Executors: map[string]actionflow.Executor{"test": exec, "unknown": unknown},
-	})
+	}
+	if engine != nil {
+		engine(&ecfg)
+	}
+	es, err := embedded.Start(context.Background(), ecfg)
 	if err != nil {
 		sq.Close()
 		t.Fatal(err)

@@ -24,7 +24,9 @@
 //     then "applied" (took effect); End opens a form first (end.js:
 //     completed, or failed with a reason code and a message);
 //   - decision panels above the composer: one card per pending approval
-//     (cards.js);
+//     (cards.js) and per pending question request (panels.js,
+//     questions.js), each naming its execution; an action row in the
+//     details says its question is waiting, then shows its receipt;
 //   - a composer whose draft and focus new cards never disturb; it sends
 //     Steer instructions to the selected execution.
 //
@@ -43,6 +45,7 @@ import { follow } from "./events.js";
 import { DecisionCard } from "./cards.js";
 import { EndForm, endLabel } from "./end.js";
 import { ReconcileCard } from "./reconcile.js";
+import { QuestionPanels, questionReceipt } from "./panels.js";
 import { h, plural, short, time } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -180,6 +183,19 @@ function openSession(token, c, session) {
     readNotice: false,
   };
   const s = S;
+  s.questions = new QuestionPanels({
+    box: $("decisions"), client: s.client, session, canAnswer: canAct(s), live: () => live(s),
+    onSettled: (c) => {
+      if (!live(s)) return;
+      if (c.state === "failed" || c.state === "refused") notice(s, "Your answer to a question was not applied: " + c.statusEl.textContent);
+      scheduleRefresh(s, 0);
+    },
+    onChange: () => {
+      if (!live(s)) return;
+      updateDecisionsHeading(s);
+      renderDetails(s);
+    },
+  });
   $("login").hidden = true;
   $("app").hidden = false;
   $("forget").hidden = false;
@@ -281,7 +297,7 @@ async function refresh(s) {
   s.refreshing = true;
   try {
     const base = "/v1/sessions/" + enc(s.session);
-    const [aps, act] = await Promise.all([get(s, base + "/approvals"), get(s, base + "/activity")]);
+    const [aps, act, qs] = await Promise.all([get(s, base + "/approvals"), get(s, base + "/activity"), getQuestions(s, base)]);
     if (!live(s)) return;
     s.loaded = true;
     s.retryDelay = 500;
@@ -290,6 +306,7 @@ async function refresh(s) {
       clearNotice(s);
     }
     applyApprovals(s, aps.approvals || []);
+    if (qs) s.questions.apply(qs.questions || []);
     s.activity = act;
     // The details' extra reads first, so Activity and the details change
     // together and never disagree on screen.
@@ -317,6 +334,16 @@ async function refresh(s) {
       scheduleRefresh(s, 0);
     }
   }
+}
+
+// getQuestions reads the session's question requests (pending ones are
+// cards, ended ones are receipts in the details); a server
+// without the questions route (404 route_not_found) has none to offer.
+function getQuestions(s, base) {
+  return get(s, base + "/questions?status=all").catch((e) => {
+    if (e instanceof HttpError && e.status === 404 && e.code !== "session_not_found") return null;
+    throw e;
+  });
 }
 
 function allRows(s) {
@@ -396,18 +423,17 @@ function applyApprovals(s, list) {
     box.append(card.el); // never focused: the composer keeps focus
   }
   for (const [id, card] of s.cards) {
-    if (!pending.has(id) && card.closed()) {
-      card.el.remove();
-      s.cards.delete(id);
-    }
+    // Never answered here and no longer pending: the card says how it
+    // ended (cards.js gone()) and stays until dismissed.
+    if (!pending.has(id) && card.closed()) card.gone().then((changed) => { if (changed && live(s)) updateDecisionsHeading(s); });
   }
   updateDecisionsHeading(s);
 }
 
 function updateDecisionsHeading(s) {
-  const n = [...s.cards.values()].filter((c) => c.state === "pending").length;
+  const n = [...s.cards.values()].filter((c) => c.state === "pending").length + s.questions.pendingCount();
   $("decisions").setAttribute("aria-label", n ? plural(n, "decision", "decisions") + " waiting for you" : "Decisions");
-  $("decisions").hidden = s.cards.size === 0;
+  $("decisions").hidden = s.cards.size === 0 && s.questions.cards.size === 0;
 }
 
 // ---- Activity -------------------------------------------------------------
@@ -477,7 +503,7 @@ function renderDetails(s) {
   const own = row ? row.executions.map((e) => e.execution_id) : [];
   const key = JSON.stringify([s.selected, row, own.map((id) => s.execViews.get(id) || null),
     [...s.commands.values()].filter((c) => own.includes(c.exec)), [...s.receipts.entries()], s.composerTarget, s.armed,
-    own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id))]);
+    own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id)), s.questions.key()]);
   if (key === s.detailsKey) return;
   s.detailsKey = key;
   const box = $("details");
@@ -549,6 +575,7 @@ function actionItem(s, e, v, a) {
       badge("delivery", st.delivery || "pending")),
     card && card.state === "pending" ? h("button", { type: "button", class: "link", "data-focus-key": "answer:" + a.action_id,
       text: "Answer in the decision panel", onclick: () => card.el.scrollIntoView({ block: "nearest" }) }) : null,
+    questionReceipt(s.questions.forAction(a.action_id), s.questions.recordFor(a.action_id)),
     st.outcome === "unknown" || st.reconciled ? reconcile(s, e, v, a) : null);
 }
 

@@ -11,6 +11,8 @@
 //   refused   the request lost to a stored state (already decided by
 //             someone else, expired, replaced, gone); never shown as approval
 //   failed    the server refused the request itself (400, 403)
+//   ended     never answered here, and no longer pending: expired,
+//             cancelled, replaced, or decided by someone else (gone())
 //
 // A retry sends exactly the first request again (same approval, decision
 // and digest). The server decides an approval once, so a retry can never
@@ -88,15 +90,16 @@ export class DecisionCard {
     this.state = state;
     this.el.dataset.state = state;
     this.statusEl.textContent = text || "";
-    this.statusEl.classList.toggle("error", state === "failed" || state === "refused");
+    this.statusEl.classList.toggle("error", state === "failed" || state === "refused" || state === "ended");
     const open = state === "pending";
     this.approveBtn.hidden = this.declineBtn.hidden = !open;
     this.approveBtn.disabled = this.declineBtn.disabled = !open;
     this.retryBtn.hidden = state !== "unknown";
-    this.dismissBtn.hidden = !["answered", "accepted", "refused", "failed"].includes(state);
+    this.dismissBtn.hidden = !["answered", "accepted", "refused", "failed", "ended"].includes(state);
     const badge = this.el.querySelector(".card-head .badge");
     badge.hidden = state !== "pending";
-    if (!open) this.titleEl.replaceChildren("Your decision on ", h("code", { class: "tool", text: this.ap.tool }));
+    if (state === "ended") this.titleEl.replaceChildren("No longer waiting: ", h("code", { class: "tool", text: this.ap.tool }));
+    else if (!open) this.titleEl.replaceChildren("Your decision on ", h("code", { class: "tool", text: this.ap.tool }));
   }
 
   submit(decision) {
@@ -163,6 +166,39 @@ export class DecisionCard {
       return;
     }
     this.setState("failed", "Refused (" + e.status + "): " + e.message);
+  }
+
+  // gone: a read no longer lists the approval as pending and this card
+  // never sent an answer. It reads the action's approval and says how the
+  // request ended, rather than vanish: expiry or cancellation is never
+  // approval. Until it knows, it stays as it was.
+  async gone() {
+    if (this.state !== "pending" || this.checking) return false;
+    this.checking = true;
+    try {
+      const { data } = await this.ctx.client.request("GET", "/v1/actions/" + encodeURIComponent(this.ap.action_id));
+      if (!this.ctx.live() || this.state !== "pending") return false;
+      const ap = (data && data.approval) || {};
+      if (ap.approval_id && ap.approval_id !== this.id && ap.status === "pending") {
+        this.setState("ended", "Not approved: this request was replaced by a newer one (its own card).");
+      } else if (ap.status === "approved" || ap.status === "declined") {
+        this.setState("ended", "Decided elsewhere: " + ap.status + by(ap.decided_by) + (ap.decided_at ? " at " + time(ap.decided_at) : "") + ".");
+      } else if (ap.status === "expired") {
+        this.setState("ended", "Expired: nobody answered in time; expiry is never approval. The operation did not run.");
+      } else if (ap.status === "cancelled") {
+        this.setState("ended", "Cancelled: the execution no longer waits; not approved. The operation did not run.");
+      } else if (ap.status === "superseded") {
+        this.setState("ended", "Not approved: this request was replaced by a newer one.");
+      } else if (ap.status !== "pending") {
+        this.setState("ended", "No longer waiting" + (ap.status ? " (" + ap.status + ")" : "") + "; not approved.");
+      }
+      return this.state === "ended";
+    } catch (e) {
+      if (this.ctx.live() && e instanceof HttpError && e.status === 404) this.setState("ended", "This request no longer exists; not approved.");
+      return this.state === "ended";
+    } finally {
+      this.checking = false;
+    }
   }
 
   // closed: the approval is no longer pending. A card the owner never
