@@ -26,6 +26,7 @@ const (
 	LabelPaused             = "Paused"
 	LabelQuestion           = "Question waiting"
 	LabelUnresolved         = "Unresolved tool result"
+	LabelProcessLost        = "Background process lost"
 	LabelRunning            = "Running"
 	LabelResuming           = "Resuming after restart"
 	LabelControlPending     = "Control pending"
@@ -51,6 +52,17 @@ type Facts struct {
 	ModelRequests []ModelRequestRow `json:"model_requests,omitempty"`
 	// ActiveProcesses counts managed processes the execution owns that still run.
 	ActiveProcesses int `json:"active_processes,omitempty"`
+	// LostProcesses are the execution's managed processes whose supervisor
+	// is gone (not yet acknowledged): each needs the user's attention.
+	LostProcesses []LostProcess `json:"lost_processes,omitempty"`
+}
+
+// LostProcess is a managed process whose supervisor is gone.
+type LostProcess struct {
+	ProcessID string       `json:"process_id"`
+	ActionID  ids.ActionID `json:"action_id"`
+	Command   string       `json:"command"`
+	Reason    string       `json:"reason"`
 }
 
 // ModelRequestRow is one model request of an execution (package modelreq's
@@ -123,10 +135,11 @@ type Row struct {
 
 // Attention is one thing that needs the user.
 type Attention struct {
-	Kind        string          `json:"kind"` // approval | question | pause | unresolved_result
+	Kind        string          `json:"kind"` // approval | question | pause | unresolved_result | process_lost
 	ExecutionID ids.ExecutionID `json:"execution_id"`
 	ActionID    ids.ActionID    `json:"action_id,omitempty"`
 	ApprovalID  ids.ApprovalID  `json:"approval_id,omitempty"`
+	ProcessID   string          `json:"process_id,omitempty"`
 	Label       string          `json:"label"`
 	Detail      string          `json:"detail,omitempty"`
 }
@@ -379,6 +392,10 @@ func (x *index) attention(e actionflow.Execution) []Attention {
 			out = append(out, Attention{Kind: "unresolved_result", ExecutionID: e.ExecutionID, ActionID: a.ActionID,
 				Label: LabelUnresolved, Detail: a.Tool + ": the operation may have started; check its effects"})
 		}
+	}
+	for _, p := range x.in.Facts[e.ExecutionID].LostProcesses {
+		out = append(out, Attention{Kind: "process_lost", ExecutionID: e.ExecutionID, ActionID: p.ActionID, ProcessID: p.ProcessID,
+			Label: LabelProcessLost, Detail: p.Command + ": " + p.Reason + "; it may still run, unsupervised"})
 	}
 	return out
 }

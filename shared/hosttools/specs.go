@@ -13,7 +13,8 @@ var Specs = []permission.ToolSpec{
 	{Name: "Bash", Description: "Run a bash command in the workspace (bash --noprofile --norc -c; no terminal, no input).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{` +
 		`"command":{"type":"string","description":"The command; the whole program is reviewed."},` +
 		`"description":{"type":"string","description":"What it does, for people (not part of its identity)."},` +
-		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."}}}`)},
+		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."},` +
+		`"run_in_background":{"type":"boolean","description":"Start it as a managed process and return its id at once (read its output with its id; stop it with its own control)."}}}`)},
 	{Name: "Read", Description: "Read a file of the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path"],"properties":{` +
 		`"file_path":{"type":"string"}}}`)},
 	{Name: "Write", Description: "Write a file of the workspace (replacing it).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path","content"],"properties":{` +

@@ -55,6 +55,11 @@ func (r Runner) Run(ctx context.Context, tool string, args []byte) (actionflow.T
 	// Edit: the one list the permission engine judges them by.
 	switch identity.CanonicalTool(tool) {
 	case "Bash":
+		if IsBackground(tool, args) {
+			// Never run in the foreground what asked for a managed process:
+			// only a worker's supervisor starts it (StartBackground).
+			return invalid(actionflow.FieldProblem{Field: "run_in_background", Problem: "a background process is started by the host worker's supervisor, not run here"}), nil
+		}
 		return r.bash(ctx, args)
 	case "Read":
 		return r.read(args)

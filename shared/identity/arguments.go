@@ -54,6 +54,10 @@ var (
 		{Name: "command", Type: TypeString, Required: true, NonEmpty: true},
 		{Name: "description", Type: TypeString},
 		{Name: "timeout", Type: TypeInteger, Min: 0, Max: 600000},
+		// run_in_background starts a managed process instead of waiting
+		// for the command; it is part of the identity (digest): the same
+		// command in the foreground is another operation.
+		{Name: "run_in_background", Type: TypeBoolean},
 		// No cwd: a host command runs in the workspace root, where the
 		// engine resolves its paths (cd DIR && ... is analysed instead).
 	}
