@@ -242,3 +242,51 @@ func TestBackgroundProcessThroughTheAPI(t *testing.T) {
 		t.Fatalf("cancelled execution's process: %+v", r3)
 	}
 }
+
+// The CLI's ps, logs and stop, with an agent token: ps lists the running
+// process (and, with --all, the ended one), logs prints its output, stop
+// is accepted, and logs --follow returns once the process has ended.
+func TestProcessesThroughTheCLI(t *testing.T) {
+	s := startServeStack(t)
+	s.setPolicy(t, `{"version":"proc","mode":"bypassPermissions"}`)
+	agent := s.agent(t, s.session)
+	_, id := s.background(t, agent, "", `echo hello; echo warn >&2; exec sleep 300`)
+	_, done := s.background(t, agent, "", `exit 0`)
+	s.processEnded(t, agent, done)
+	s.outputUntil(t, agent, id, process.Stdout, 0, "hello")
+
+	cases := []struct {
+		name    string
+		args    []string
+		want    []string
+		notWant []string
+	}{
+		{"ps lists the running process", []string{"ps"}, []string{id, "running", "sleep 300"}, []string{done}},
+		{"ps --all lists the ended one too", []string{"ps", "--all"}, []string{id, done, "exited (0)"}, nil},
+		{"logs prints stdout", []string{"logs", id}, []string{"hello\n"}, []string{"warn"}},
+		{"logs --stream stderr", []string{"logs", id, "--stream", "stderr"}, []string{"warn\n"}, []string{"hello"}},
+		{"stop is accepted", []string{"stop", id, "--id", "cmd_cli_stop"}, []string{id + " stop accepted"}, nil},
+		{"logs --follow ends with the process", []string{"logs", id, "--follow"}, []string{"hello\n", "[process " + id + " stopped]"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := s.cli(agent, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", tc.args, err, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("%v: want %q in\n%s", tc.args, w, out)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Fatalf("%v: did not want %q in\n%s", tc.args, w, out)
+				}
+			}
+		})
+	}
+	if out, err := s.cli(agent, "logs", id, "--stream", "stdin"); err == nil || !strings.Contains(err.Error(), "--stream") {
+		t.Fatalf("a bad stream: %v %s", err, out)
+	}
+}

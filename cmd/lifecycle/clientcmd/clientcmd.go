@@ -55,7 +55,8 @@ func AddTo(root *cobra.Command) {
 	pf.StringVar(&o.token, "token", "", "bearer token (default: env LIFECYCLE_TOKEN; `lifecycle token` makes one)")
 	pf.BoolVar(&o.json, "json", false, "print JSON for scripts")
 	root.AddCommand(tokenCmd(o), submitCmd(o), showCmd(o), approvalsCmd(o), decideCmd(o, "approve"), decideCmd(o, "decline"),
-		reconcileCmd(o), commandCmd(o), endCmd(o), activityCmd(o), tailCmd(o), policyCmd(o), hostCmd(o))
+		reconcileCmd(o), commandCmd(o), endCmd(o), activityCmd(o), tailCmd(o), policyCmd(o), hostCmd(o),
+		psCmd(o), logsCmd(o), stopCmd(o))
 }
 
 // EnvOr is the environment variable name, or def when it is unset or empty.
