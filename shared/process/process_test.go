@@ -42,7 +42,6 @@ func started(t *testing.T, s *process.Service, session string) process.Record {
 	return r
 }
 
-
 // Output keeps the last RetainChunks chunks per stream: a stream that
 // wrote far more pages from where its kept bytes begin (truncated), a
 // cursor inside the kept bytes reads exactly from there, the last chunk
