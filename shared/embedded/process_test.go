@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/openprogram/lifecycle/shared/activity"
+	"github.com/openprogram/lifecycle/shared/apiclient"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/embedded"
+	"github.com/openprogram/lifecycle/shared/hosttools"
+	"github.com/openprogram/lifecycle/shared/hostworker"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	managed "github.com/openprogram/lifecycle/shared/process"
@@ -151,5 +154,89 @@ func TestRestartDuringABackgroundProcess(t *testing.T) {
 				t.Fatalf("an acknowledged lost process still needs attention: %s", fmt.Sprint(act2.NeedsAttention))
 			}
 		})
+	}
+}
+
+// A remote host worker (lifecycle host) supervises over the HTTP API: its
+// process is recorded under its name, its output and end arrive through
+// the host routes, a stop request reaches it in a report's answer; a new
+// instance of the same name finds what the previous one left lost.
+func TestRemoteWorkerSupervisesOverTheAPI(t *testing.T) {
+	ws := t.TempDir()
+	s := startWithPolicy(t, t.TempDir(), ws, `{"version":"v1","mode":"bypassPermissions"}`)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	issuer, err := auth.NewIssuer(auth.Keys{Agent: []byte("test-key-test-key-test-key-test-key"), Human: []byte("human-key-human-key-human-key-human")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Service: s.Service, Auth: issuer, NoUI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tok, _ := issuer.Issue(auth.RoleAgent, "ses_e2e", time.Hour)
+	host := apiclient.Host{Client: &apiclient.Client{BaseURL: srv.URL, Token: tok}}
+	runner, err := hosttools.NewRunner(ws, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := func() (*hostworker.Worker, context.CancelFunc, chan error) {
+		w := &hostworker.Worker{Host: host, Runner: runner, Poll: time.Second, Processes: hostworker.NewSupervisor(host, "laptop:/ws", nil)}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		return w, cancel, done
+	}
+	w1, stop1, done1 := worker()
+	ctx := context.Background()
+	procOf := func(command string) managed.Record {
+		act := submit(t, s, "Bash", fmt.Sprintf(`{"command":%q,"run_in_background":true}`, command))
+		act = waitFor(t, s, act.ActionID, terminal)
+		rc, err := s.Service.GetReceipt(ctx, act.ActionID)
+		if err != nil || rc.Outcome != lifecycle.OutcomeSucceeded {
+			t.Fatalf("receipt %+v %v", rc, err)
+		}
+		r, err := s.Processes.Get(ctx, regexp.MustCompile(`proc_[0-9a-z]+`).FindString(rc.Output))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	until := func(id string, cond func(managed.Record) bool) managed.Record {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			r, err := s.Processes.Get(ctx, id)
+			if err == nil && cond(r) {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("process %s: %+v %v", id, r, err)
+			}
+		}
+	}
+	r := procOf("echo remote; exec sleep 300")
+	if r.Supervisor.Host != "laptop:/ws" || r.Supervisor.ID != w1.Processes.Self.ID {
+		t.Fatalf("supervisor %+v", r.Supervisor)
+	}
+	until(r.ProcessID, func(r managed.Record) bool { return r.Streams[managed.Stdout].Bytes == int64(len("remote\n")) })
+	if p, err := s.Processes.Output(ctx, r.ProcessID, managed.Stdout, 0, 0); err != nil || string(p.Data) != "remote\n" {
+		t.Fatalf("output %+v %v", p, err)
+	}
+	if _, err := s.Processes.RequestStop(ctx, r.ProcessID, managed.StopRequest{CommandID: "cmd_stop", By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := until(r.ProcessID, func(r managed.Record) bool { return r.Status != managed.Running }); got.Status != managed.Stopped || got.ExitCode == nil {
+		t.Fatalf("stopped over the API: %+v", got)
+	}
+
+	// The worker is killed with a process running; its successor of the same name finds it lost.
+	left := procOf("sleep 300")
+	w1.Processes.Abandon()
+	stop1()
+	<-done1
+	_, stop2, done2 := worker()
+	defer func() { stop2(); <-done2 }()
+	if got := until(left.ProcessID, func(r managed.Record) bool { return r.Status != managed.Running }); got.Status != managed.Lost {
+		t.Fatalf("the previous instance's process: %+v", got)
 	}
 }
