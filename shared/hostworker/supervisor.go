@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/hosttools"
@@ -190,17 +189,9 @@ func (s *Supervisor) supervise(ctx context.Context, m *managed) {
 	go m.drain(process.Stdout, m.bg.Stdout, &readers)
 	go m.drain(process.Stderr, m.bg.Stderr, &readers)
 	exited := make(chan struct{})
+	var reaped *os.ProcessState
 	go func() {
-		// Wait for the shell's exit without reaping it: while its zombie
-		// stays, its PID (and so its group id) cannot be reused, so
-		// signalling the group is safe until cmd.Wait below.
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, m.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if !errors.Is(err, unix.EINTR) {
-				break
-			}
-		}
+		reaped = waitExit(m.bg.Cmd.Process)
 		close(exited)
 	}()
 	var (
@@ -236,7 +227,7 @@ func (s *Supervisor) supervise(ctx context.Context, m *managed) {
 			_ = syscall.Kill(-m.pid, syscall.SIGKILL)
 			<-exited
 			waitReaders(&readers, hosttools.OutputGrace)
-			_ = m.bg.Cmd.Wait()
+			m.finish(reaped)
 			log.Warn("host: managed process killed and abandoned (hard stop); its record stays running until it is found lost")
 			return
 		case <-exited:
@@ -244,8 +235,7 @@ func (s *Supervisor) supervise(ctx context.Context, m *managed) {
 			// then the output is drained and the end reported.
 			_ = syscall.Kill(-m.pid, syscall.SIGKILL)
 			waitReaders(&readers, hosttools.OutputGrace)
-			_ = m.bg.Cmd.Wait()
-			code := m.bg.Cmd.ProcessState.ExitCode()
+			code := m.finish(reaped)
 			for attempt := 0; ; attempt++ {
 				for m.pending() {
 					if _, err := report(nil); err != nil {
@@ -291,6 +281,18 @@ func (s *Supervisor) supervise(ctx context.Context, m *managed) {
 			}
 		}
 	}
+}
+
+// finish reaps the shell (unless waitExit did) and closes its pipes; it
+// returns the exit code (-1: ended by a signal).
+func (m *managed) finish(reaped *os.ProcessState) int {
+	if reaped == nil {
+		_ = m.bg.Cmd.Wait()
+		return m.bg.Cmd.ProcessState.ExitCode()
+	}
+	m.bg.Stdout.Close()
+	m.bg.Stderr.Close()
+	return reaped.ExitCode()
 }
 
 func waitReaders(wg *sync.WaitGroup, grace time.Duration) {
