@@ -104,6 +104,20 @@ func (s *serveStack) activity(t *testing.T) activity.Activity {
 	return a
 }
 
+// processesOf is exec's processes as Activity shows them.
+func processesOf(a activity.Activity, exec ids.ExecutionID) []activity.ProcessRow {
+	for _, rows := range [][]activity.Row{a.NeedsAttention, a.InProgress, a.History} {
+		for _, r := range rows {
+			for _, e := range r.Executions {
+				if e.ExecutionID == exec && !e.Shared {
+					return e.Processes
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // sectionOf is the section of exec's branch.
 func sectionOf(a activity.Activity, exec ids.ExecutionID) activity.Section {
 	for _, rows := range [][]activity.Row{a.NeedsAttention, a.InProgress, a.History} {
@@ -192,8 +206,12 @@ func TestBackgroundProcessThroughTheAPI(t *testing.T) {
 		map[string]any{"command_id": "cmd_end", "expected_version": version, "payload": map[string]any{"status": "completed"}}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if sec := sectionOf(s.activity(t), exec); sec != activity.InProgress {
+	act := s.activity(t)
+	if sec := sectionOf(act, exec); sec != activity.InProgress {
 		t.Fatalf("ended execution with a running process: section %q, want in_progress", sec)
+	}
+	if ps := processesOf(act, exec); len(ps) != 1 || ps[0].ProcessID != id || ps[0].Status != "running" || ps[0].ActionID != v.ActionID {
+		t.Fatalf("the execution's processes in Activity: %+v", ps)
 	}
 	if r := s.process(t, agent, id); r.Status != process.Running {
 		t.Fatalf("End stopped the process: %+v", r)

@@ -55,6 +55,21 @@ type Facts struct {
 	// LostProcesses are the execution's managed processes whose supervisor
 	// is gone (not yet acknowledged): each needs the user's attention.
 	LostProcesses []LostProcess `json:"lost_processes,omitempty"`
+	// Processes are the managed processes the execution started, oldest
+	// first (each with its own output and stop control).
+	Processes []ProcessRow `json:"processes,omitempty"`
+}
+
+// ProcessRow is one managed process of an execution (package process's
+// record, as the UI shows it).
+type ProcessRow struct {
+	ProcessID string       `json:"process_id"`
+	ActionID  ids.ActionID `json:"action_id"`
+	Command   string       `json:"command"`
+	Status    string       `json:"status"` // running | exited | stopped | lost
+	ExitCode  *int         `json:"exit_code,omitempty"`
+	StartedAt time.Time    `json:"started_at"`
+	EndedAt   *time.Time   `json:"ended_at,omitempty"`
 }
 
 // LostProcess is a managed process whose supervisor is gone.
@@ -166,6 +181,8 @@ type ExecutionRow struct {
 
 	// ModelRequests are the execution's model requests (Facts).
 	ModelRequests []ModelRequestRow `json:"model_requests"`
+	// Processes are the managed processes it started (omitted: none).
+	Processes []ProcessRow `json:"processes,omitempty"`
 }
 
 // ActionRow is one tool call in an execution's details.
@@ -435,7 +452,8 @@ func (x *index) execRow(e actionflow.Execution, shared bool) ExecutionRow {
 	er := ExecutionRow{ExecutionID: e.ExecutionID, RunID: e.RunID, ParentID: e.ParentID, Kind: e.Kind, Status: e.Status,
 		Shared: shared, Actions: []ActionRow{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Label: execLabel(e),
 		Heading: x.execHeading(e), Title: e.Title,
-		ModelRequests: append([]ModelRequestRow{}, x.in.Facts[e.ExecutionID].ModelRequests...)}
+		ModelRequests: append([]ModelRequestRow{}, x.in.Facts[e.ExecutionID].ModelRequests...),
+		Processes:     x.in.Facts[e.ExecutionID].Processes}
 	if x.in.Facts[e.ExecutionID].ResponseRecordMissing && ended(e.Status) {
 		er.Label = LabelResponseIncomplete
 	}

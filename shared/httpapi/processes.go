@@ -223,6 +223,8 @@ func (h *api) addProcessFacts(r *http.Request, session ids.SessionID, facts map[
 	}
 	for _, p := range rs {
 		f := facts[p.ExecutionID]
+		f.Processes = append(f.Processes, activity.ProcessRow{ProcessID: p.ProcessID, ActionID: p.ActionID, Command: p.Command,
+			Status: string(p.Status), ExitCode: p.ExitCode, StartedAt: p.StartedAt, EndedAt: p.EndedAt})
 		switch {
 		case p.Status == process.Running:
 			f.ActiveProcesses++
