@@ -66,8 +66,9 @@ func NewSupervisor(h ProcessHost, hostName string, log *slog.Logger) *Supervisor
 		abandoned: make(chan struct{})}
 }
 
-// Recover reports at start-up that this instance runs nothing yet: the
-// processes earlier instances of the same host started are lost.
+// Recover is the start-up report: the processes earlier instances of the
+// same host started are lost (this instance's own, started while the
+// report was retried, are left alone).
 func (s *Supervisor) Recover(ctx context.Context) error {
 	lost, err := s.Host.ProcessRecover(ctx, s.Self, nil)
 	if err != nil {

@@ -81,12 +81,24 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Runner.Shell = sh
 	}
 	if w.Processes != nil {
-		// The start-up report: this instance runs nothing yet, so what an
-		// earlier instance of this host started is lost (never signalled).
-		if err := w.Processes.Recover(ctx); err != nil {
-			return err
-		}
+		// The start-up report: what an earlier instance of this host
+		// started is lost (never signalled). Retried until it is heard (the
+		// API may not answer yet); tasks run meanwhile.
 		defer w.Processes.Wait()
+		go func() {
+			for backoff := 200 * time.Millisecond; ; backoff = min(backoff*2, 10*time.Second) {
+				err := w.Processes.Recover(ctx)
+				if err == nil || ctx.Err() != nil {
+					return
+				}
+				w.Log.Warn("host: supervisor start-up report failed; trying again", "error", err, "retry_in", backoff)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+			}
+		}()
 	}
 	w.Log.Info("host worker running", "workspace", w.Runner.Workspace, "shell", w.Runner.Shell.String(),
 		"shell_args", hosttools.BashArgs, "parallel", w.Parallel)

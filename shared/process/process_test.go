@@ -165,6 +165,12 @@ func TestRecoverAndSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := process.Supervisor{ID: "sup_next", Host: "embedded"}
+	// The new instance started one before its report was heard.
+	own, err := s.Start(ctx, process.Record{ProcessID: process.NewID(), SessionID: "ses_a", ExecutionID: "exe_1", ActionID: "act_3",
+		Command: "y", Supervisor: next})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lost, err := s.Recover(ctx, next, nil, "ses_a")
 	if err != nil || len(lost) != 1 || lost[0] != mine.ProcessID {
 		t.Fatalf("recover of ses_a: %v %v", lost, err)
@@ -177,6 +183,7 @@ func TestRecoverAndSweep(t *testing.T) {
 		{"the earlier instance's process of the session", mine.ProcessID, process.Lost},
 		{"another session's", otherSession.ProcessID, process.Running},
 		{"another host's", remote.ProcessID, process.Running},
+		{"the reporting instance's own", own.ProcessID, process.Running},
 	} {
 		r, err := s.Get(ctx, tc.id)
 		if err != nil || r.Status != tc.want {
@@ -191,7 +198,7 @@ func TestRecoverAndSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, err := s.Sweep(ctx, c.now.Add(-process.LostAfter))
-	if err != nil || n != 1 {
+	if err != nil || n != 2 { // the other session's and the new instance's own: both silent
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	if r, _ := s.Get(ctx, otherSession.ProcessID); r.Status != process.Lost {

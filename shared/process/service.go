@@ -417,10 +417,12 @@ func (s *Service) markLost(ctx context.Context, id, why string, still func(Recor
 }
 
 // Recover is a supervisor's report at its start-up: sup is the new
-// instance, running what it runs (nothing, for a fresh worker process).
-// Every running record of the same Host that another instance started, or
-// that this one does not run, is lost: its supervisor is gone, and nobody
-// may signal it by its saved PID. It returns the records it marked lost.
+// instance. Every running record of the same Host that another instance
+// started is lost: its supervisor is gone, and nobody may signal it by its
+// saved PID. The instance's own records are left alone unless running is
+// a list (not nil) that leaves them out: a report that arrives late (it is
+// retried until the API answers) must not lose what the instance started
+// meanwhile. It returns the records it marked lost.
 //
 // session, if set, limits it to that session's records (a remote
 // supervisor with a session's token speaks only for that session).
@@ -438,7 +440,7 @@ func (s *Service) Recover(ctx context.Context, sup Supervisor, running []string,
 	}
 	var lost []string
 	for _, r := range rs {
-		if r.Supervisor.Host != sup.Host || (r.Supervisor.ID == sup.ID && runs[r.ProcessID]) || (session != "" && r.SessionID != session) {
+		if r.Supervisor.Host != sup.Host || (r.Supervisor.ID == sup.ID && (running == nil || runs[r.ProcessID])) || (session != "" && r.SessionID != session) {
 			continue
 		}
 		why := "its supervisor (" + r.Supervisor.ID + " on " + r.Supervisor.Host + ") is gone: the worker restarted"
