@@ -28,8 +28,9 @@
 // group, SIGKILL after process.StopGrace). It waits for a shell's exit
 // without reaping it (waitid WNOWAIT), so the group id it signals cannot
 // be reused under it; when the shell ends, what it left in its group is
-// killed. At start-up it reports that it runs nothing yet (Recover): the
-// processes earlier instances of the same host name left are lost. It
+// killed. At start-up it reports itself (Recover, retried until heard,
+// while tasks already run): the processes earlier instances of the same
+// host name left are lost; its own are never touched by that report. It
 // never signals a PID read from a record. On shutdown it stops its
 // processes and records them stopped (by worker_shutdown); Abandon (a hard
 // stop) kills them unrecorded, as a crash would leave them.
