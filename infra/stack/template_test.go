@@ -371,8 +371,8 @@ func TestHTTPAPI(t *testing.T) {
 				t.Errorf("route %s missing", key)
 			}
 		}
-		if n := len(want); n != 22 {
-			t.Errorf("route table has %d routes, want 22 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check and the UI)", n)
+		if n := len(want); n != 30 {
+			t.Errorf("route table has %d routes, want 30 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check and the UI)", n)
 		}
 		var public []string
 		for _, r := range stack.Routes {
