@@ -13,6 +13,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/control"
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/recovery/recoverfn"
 )
@@ -31,5 +32,5 @@ func main() {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: models}.Handle)
+	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: models, Processes: process.ForFlow(d.Service)}.Handle)
 }

@@ -47,6 +47,14 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/start"},
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/result"},
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/heartbeat"},
+	{Method: "GET", Path: "/v1/executions/{execution_id}/processes"},
+	{Method: "GET", Path: "/v1/sessions/{session_id}/processes"},
+	{Method: "GET", Path: "/v1/processes/{process_id}"},
+	{Method: "GET", Path: "/v1/processes/{process_id}/output"},
+	{Method: "POST", Path: "/v1/processes/{process_id}/stop"},
+	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/process"},
+	{Method: "POST", Path: "/v1/hosts/processes/{process_id}/report"},
+	{Method: "POST", Path: "/v1/hosts/processes/recover"},
 	// The MCP gateway (stateless behind API Gateway): POST carries every
 	// message; GET and DELETE reach it so clients get its 405, not a 404.
 	{Method: "POST", Path: "/mcp"},

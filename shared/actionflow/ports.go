@@ -128,3 +128,16 @@ type Clock func() time.Time
 type RunCloser interface {
 	CloseExecution(ctx context.Context, exec ids.ExecutionID, reason string) error
 }
+
+// RunClosers closes with each in turn (model requests, managed processes);
+// the first error stops it (CloseUnstarted is repeated until it succeeds).
+type RunClosers []RunCloser
+
+func (cs RunClosers) CloseExecution(ctx context.Context, exec ids.ExecutionID, reason string) error {
+	for _, c := range cs {
+		if err := c.CloseExecution(ctx, exec, reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -27,6 +27,7 @@ const (
 	LabelPaused             = "Paused"
 	LabelQuestion           = "Question waiting"
 	LabelUnresolved         = "Unresolved tool result"
+	LabelProcessLost        = "Background process lost"
 	LabelRunning            = "Running"
 	LabelResuming           = "Resuming after restart"
 	LabelControlPending     = "Control pending"
@@ -52,6 +53,32 @@ type Facts struct {
 	ModelRequests []ModelRequestRow `json:"model_requests,omitempty"`
 	// ActiveProcesses counts managed processes the execution owns that still run.
 	ActiveProcesses int `json:"active_processes,omitempty"`
+	// LostProcesses are the execution's managed processes whose supervisor
+	// is gone (not yet acknowledged): each needs the user's attention.
+	LostProcesses []LostProcess `json:"lost_processes,omitempty"`
+	// Processes are the managed processes the execution started, oldest
+	// first (each with its own output and stop control).
+	Processes []ProcessRow `json:"processes,omitempty"`
+}
+
+// ProcessRow is one managed process of an execution (package process's
+// record, as the UI shows it).
+type ProcessRow struct {
+	ProcessID string       `json:"process_id"`
+	ActionID  ids.ActionID `json:"action_id"`
+	Command   string       `json:"command"`
+	Status    string       `json:"status"` // running | exited | stopped | lost
+	ExitCode  *int         `json:"exit_code,omitempty"`
+	StartedAt time.Time    `json:"started_at"`
+	EndedAt   *time.Time   `json:"ended_at,omitempty"`
+}
+
+// LostProcess is a managed process whose supervisor is gone.
+type LostProcess struct {
+	ProcessID string       `json:"process_id"`
+	ActionID  ids.ActionID `json:"action_id"`
+	Command   string       `json:"command"`
+	Reason    string       `json:"reason"`
 }
 
 // ModelRequestRow is one model request of an execution (package modelreq's
@@ -124,10 +151,11 @@ type Row struct {
 
 // Attention is one thing that needs the user.
 type Attention struct {
-	Kind        string          `json:"kind"` // approval | question | pause | unresolved_result
+	Kind        string          `json:"kind"` // approval | question | pause | unresolved_result | process_lost
 	ExecutionID ids.ExecutionID `json:"execution_id"`
 	ActionID    ids.ActionID    `json:"action_id,omitempty"`
 	ApprovalID  ids.ApprovalID  `json:"approval_id,omitempty"`
+	ProcessID   string          `json:"process_id,omitempty"`
 	Label       string          `json:"label"`
 	Detail      string          `json:"detail,omitempty"`
 }
@@ -154,6 +182,8 @@ type ExecutionRow struct {
 
 	// ModelRequests are the execution's model requests (Facts).
 	ModelRequests []ModelRequestRow `json:"model_requests"`
+	// Processes are the managed processes it started (omitted: none).
+	Processes []ProcessRow `json:"processes,omitempty"`
 }
 
 // ActionRow is one tool call in an execution's details.
@@ -385,6 +415,10 @@ func (x *index) attention(e actionflow.Execution) []Attention {
 				Label: LabelUnresolved, Detail: a.Tool + ": the operation may have started; check its effects"})
 		}
 	}
+	for _, p := range x.in.Facts[e.ExecutionID].LostProcesses {
+		out = append(out, Attention{Kind: "process_lost", ExecutionID: e.ExecutionID, ActionID: p.ActionID, ProcessID: p.ProcessID,
+			Label: LabelProcessLost, Detail: p.Command + ": " + p.Reason + "; it may still run, unsupervised"})
+	}
 	return out
 }
 
@@ -423,7 +457,8 @@ func (x *index) execRow(e actionflow.Execution, shared bool) ExecutionRow {
 	er := ExecutionRow{ExecutionID: e.ExecutionID, RunID: e.RunID, ParentID: e.ParentID, Kind: e.Kind, Status: e.Status,
 		Shared: shared, Actions: []ActionRow{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Label: execLabel(e),
 		Heading: x.execHeading(e), Title: e.Title,
-		ModelRequests: append([]ModelRequestRow{}, x.in.Facts[e.ExecutionID].ModelRequests...)}
+		ModelRequests: append([]ModelRequestRow{}, x.in.Facts[e.ExecutionID].ModelRequests...),
+		Processes:     x.in.Facts[e.ExecutionID].Processes}
 	if x.in.Facts[e.ExecutionID].ResponseRecordMissing && ended(e.Status) {
 		er.Label = LabelResponseIncomplete
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/permission/bedrockreview"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/store/dynamostore"
 )
@@ -118,6 +119,7 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	// One ledger of model requests: the reviewer's calls, and the closing
 	// of an ending execution's open ones (actionflow's RunWork).
 	models := &modelreq.Ledger{Store: st}
+	procs := &process.Service{Store: st}
 	var classifier permission.Classifier = riskreview.New()
 	if env.Reviewer == "bedrock" {
 		// The built-in reviewer still blocks known risks and allows what it
@@ -147,7 +149,9 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 		},
 		Logger:  log,
 		Metrics: &actionflow.EMFMetrics{W: os.Stdout},
-		RunWork: models,
+		// Model requests, and the managed processes a cancelled execution
+		// stops (their supervisors are remote host workers).
+		RunWork: actionflow.RunClosers{models, procs},
 		// The session policy's iteration limit and idle timeout of executions
 		// that start without their own.
 		Defaults: policystore.New(st, nil),
@@ -166,6 +170,7 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 		return nil, err
 	}
 	models.Flow = d.Service
+	procs.Flow, procs.Clock = d.Service, d.Service.Now
 	return d, nil
 }
 

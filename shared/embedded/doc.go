@@ -10,6 +10,15 @@
 // failed machine and on a ticker (the EventBridge schedule's stand-in), and
 // the orderly shutdown's cooperative pause at Close.
 //
+// Managed processes (Stack.Processes) are supervised by the in-process
+// host worker under the supervisor host name "embedded": they cannot
+// outlive it. Close stops them and records them stopped (by
+// worker_shutdown); a hard Close (ctx already done) or a killed process
+// leaves their records running, and the next Start's supervisor report
+// marks them lost (shown in Needs attention), never signalling their saved
+// PIDs. The sweeper also marks lost remote workers' processes whose
+// supervisor has not reported for process.LostAfter.
+//
 // The state directory (state.db, blobs, the signing keys of `lifecycle
 // serve`) defaults to DefaultStateDir(workspace):
 // $XDG_STATE_HOME/openprogram-lifecycle/<workspace name>-<hash of its

@@ -25,6 +25,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/recovery"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
@@ -97,6 +98,9 @@ type Stack struct {
 	// SFNEndpoint is the engine's loopback URL (AWS_ENDPOINT_URL_SFN).
 	SFNEndpoint string
 	Host        *hostworker.Worker
+	// Processes are the managed processes (of the in-process worker, and
+	// of remote workers through the API).
+	Processes *process.Service
 	// Control is the command service; Recovery the sweeper and restart
 	// continuation; Attempt this process's activation.
 	Control  *control.Service
@@ -218,8 +222,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.SFNClient = &sfnclient.Client{SFN: s.SFN, StateMachineARN: smArn}
 	// Model requests: an ending execution closes those its agent left open.
 	models := &modelreq.Ledger{Store: s.Store}
+	// Managed processes: a cancelled execution stops those it owns.
+	s.Processes = &process.Service{Store: s.Store}
 	s.Service, err = actionflow.New(actionflow.Config{
-		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors, RunWork: models,
+		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors,
+		RunWork: actionflow.RunClosers{models, s.Processes},
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,
 		ApprovalTimeout: cfg.ApprovalTimeout, Notify: s.Bus.Notify, Clock: cfg.Clock,
@@ -237,6 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return fail(err)
 	}
 	models.Flow, models.Clock = s.Service, s.Service.Now
+	s.Processes.Flow, s.Processes.Clock = s.Service, s.Service.Now
 
 	if s.Control, err = control.New(control.Config{Flow: s.Service, Logger: cfg.Logger}); err != nil {
 		ln.Close()
@@ -353,8 +361,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			return fail(err)
 		}
 		runner.Sandbox = &conf
-		s.Host = &hostworker.Worker{Host: hostworker.Direct{Service: s.Service, Wake: s.hostWake},
-			Runner: runner, Log: cfg.Logger, Poll: 2 * time.Second}
+		direct := hostworker.Direct{Service: s.Service, Wake: s.hostWake, Processes: s.Processes}
+		// The in-process worker's supervisor is host "embedded": its
+		// processes cannot outlive this process's worker, so at start-up
+		// those of the previous process are lost (Recover).
+		s.Host = &hostworker.Worker{Host: direct, Runner: runner, Log: cfg.Logger, Poll: 2 * time.Second,
+			Processes: hostworker.NewSupervisor(direct, EmbeddedSupervisorHost, cfg.Logger)}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -363,6 +375,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	return s, nil
 }
+
+// EmbeddedSupervisorHost is the supervisor host name of the in-process
+// host worker.
+const EmbeddedSupervisorHost = "embedded"
 
 // workspace is the host worker's directory (default ./workspace; empty
 // with NoHostWorker and no Workspace).
@@ -400,6 +416,12 @@ func (s *Stack) sweep(ctx context.Context, every time.Duration) {
 		if rep, err := s.Recovery.Sweep(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("recovery sweep had failures", "errors", rep.Errors, "error", err)
 		}
+		// Remote workers' processes whose supervisor stopped reporting.
+		if n, err := s.Processes.Sweep(ctx, s.Service.Now().Add(-process.LostAfter)); err != nil && ctx.Err() == nil {
+			s.log.Warn("process sweep failed", "error", err)
+		} else if n > 0 {
+			s.log.Warn("managed processes lost (their supervisor stopped reporting)", "processes", n)
+		}
 		for waiting := true; waiting; {
 			select {
 			case <-ctx.Done():
@@ -422,6 +444,11 @@ func (s *Stack) sweep(ctx context.Context, every time.Duration) {
 // abandoned).
 func (s *Stack) Close(ctx context.Context) error {
 	orderly := ctx.Err() == nil
+	if !orderly && s.Host != nil && s.Host.Processes != nil {
+		// As when the process is killed: the managed processes die with
+		// it unrecorded; the next start finds them lost.
+		s.Host.Processes.Abandon()
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}

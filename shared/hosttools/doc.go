@@ -18,6 +18,12 @@
 // whole. Output is bounded; a background process that keeps the output
 // open is not waited for longer than OutputGrace after the shell ended.
 //
+// StartBackground starts a Bash call with run_in_background the same way
+// (program, environment, directory, session and group) with pipes for its
+// two streams and no timeout; the host worker's supervisor owns it. Run
+// refuses such a call: it never runs a background request in the
+// foreground.
+//
 // A Bash command runs in the workspace root, where the permission engine
 // resolves its relative paths; a cwd argument other than the root is
 // refused (the command itself may cd, which the engine follows).

@@ -15,7 +15,8 @@ var Specs = []permission.ToolSpec{
 		`"description":{"type":"string","description":"What it does, for people (not part of its identity)."},` +
 		`"timeout":{"type":"integer","minimum":0,"maximum":600000,"description":"Milliseconds (default 120000)."},` +
 		`"network":{"type":"boolean","description":"Run with network access (the sandbox has none by default); asks the owner unless the policy allows it."},` +
-		`"dangerouslyDisableSandbox":{"type":"boolean","description":"Run outside the sandbox; asks the owner unless the policy allows it."}}}`)},
+		`"dangerouslyDisableSandbox":{"type":"boolean","description":"Run outside the sandbox; asks the owner unless the policy allows it."},` +
+		`"run_in_background":{"type":"boolean","description":"Start it as a managed process and return its id at once (read its output with its id; stop it with its own control)."}}}`)},
 	{Name: "Read", Description: "Read a file of the workspace.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path"],"properties":{` +
 		`"file_path":{"type":"string"}}}`)},
 	{Name: "Write", Description: "Write a file of the workspace (replacing it).", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["file_path","content"],"properties":{` +

@@ -75,6 +75,11 @@ func (r Runner) RunIn(ctx context.Context, p sandbox.Profile, tool string, args 
 	// Edit: the one list the permission engine judges them by.
 	switch identity.CanonicalTool(tool) {
 	case "Bash":
+		if IsBackground(tool, args) {
+			// Never run in the foreground what asked for a managed process:
+			// only a worker's supervisor starts it (StartBackground).
+			return invalid(actionflow.FieldProblem{Field: "run_in_background", Problem: "a background process is started by the host worker's supervisor, not run here"}), nil
+		}
 		res, err = r.bash(ctx, p, args)
 	case "Read":
 		res, err = r.read(p, args)

@@ -23,4 +23,21 @@
 // in-process Direct) refuses each task before claiming it, so it ends
 // not_started (a task whose profile is off still runs); a worker over the
 // API, which cannot refuse unclaimed, does not start.
+//
+// A Bash call with run_in_background starts a managed process (package
+// process) through the worker's Supervisor, when it has one (a worker
+// without one refuses the call: nothing runs): the task's result is
+// succeeded at once, with the process id. The supervisor holds each
+// process it started (its *exec.Cmd, in its own session and group),
+// reports its output, heartbeat and end every process.PollEvery, and
+// carries out a stop request it reads in the answer (SIGTERM to the
+// group, SIGKILL after process.StopGrace). It waits for a shell's exit
+// without reaping it (waitid WNOWAIT), so the group id it signals cannot
+// be reused under it; when the shell ends, what it left in its group is
+// killed. At start-up it reports itself (Recover, retried until heard,
+// while tasks already run): the processes earlier instances of the same
+// host name left are lost; its own are never touched by that report. It
+// never signals a PID read from a record. On shutdown it stops its
+// processes and records them stopped (by worker_shutdown); Abandon (a hard
+// stop) kills them unrecorded, as a crash would leave them.
 package hostworker

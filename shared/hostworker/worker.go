@@ -12,6 +12,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/sandbox"
 )
 
@@ -51,6 +52,9 @@ type Worker struct {
 	// HeartbeatEvery is the heartbeat period of a running task (default
 	// actionflow.HostHeartbeatEvery, a third of DispatchHost's HeartbeatSeconds).
 	HeartbeatEvery time.Duration
+	// Processes supervises the managed processes the worker starts (Bash
+	// with run_in_background). Nil: such calls are refused (nothing runs).
+	Processes *Supervisor
 }
 
 // Parallelism of a worker. A task holds its slot for as long as its tool
@@ -85,6 +89,26 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 		w.Runner.Shell = sh
+	}
+	if w.Processes != nil {
+		// The start-up report: what an earlier instance of this host
+		// started is lost (never signalled). Retried until it is heard (the
+		// API may not answer yet); tasks run meanwhile.
+		defer w.Processes.Wait()
+		go func() {
+			for backoff := 200 * time.Millisecond; ; backoff = min(backoff*2, 10*time.Second) {
+				err := w.Processes.Recover(ctx)
+				if err == nil || ctx.Err() != nil {
+					return
+				}
+				w.Log.Warn("host: supervisor start-up report failed; trying again", "error", err, "retry_in", backoff)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+			}
+		}()
 	}
 	w.Log.Info("host worker running", "workspace", w.Runner.Workspace, "shell", w.Runner.Shell.String(),
 		"shell_args", hosttools.BashArgs, "parallel", w.Parallel)
@@ -211,7 +235,21 @@ func (w *Worker) runOne(ctx context.Context, id ids.ActionID) error {
 	if task.Sandbox != nil {
 		profile = *task.Sandbox
 	}
-	res, err := w.Runner.RunIn(ctx, profile, task.Tool, task.Arguments)
+	var res actionflow.ToolResult
+	switch {
+	case !hosttools.IsBackground(task.Tool, task.Arguments):
+		res, err = w.Runner.RunIn(ctx, profile, task.Tool, task.Arguments)
+	case w.Processes == nil:
+		res = actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "background_unsupported",
+			Error: "this host worker does not supervise background processes; run the command without run_in_background"}
+	default:
+		bg, refused := w.Runner.StartBackground(profile, task.Arguments)
+		if refused != nil {
+			res = *refused
+		} else if res, err = w.Processes.Start(ctx, task, bg); err == nil {
+			res.Sandbox = &profile // the profile the process runs in
+		}
+	}
 	stopBeat()
 	if err != nil {
 		res = actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown, ErrorCode: "host_error", Error: err.Error()}
@@ -299,6 +337,8 @@ func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, id ids.ActionI
 // Direct is the Host of an in-process worker: the service itself.
 type Direct struct {
 	Service *actionflow.Service
+	// Processes, if set, makes Direct a ProcessHost.
+	Processes *process.Service
 	// Session restricts the worker to one session (empty: all).
 	Session ids.SessionID
 	// Wake, if set, is signalled when tasks may have been published.
@@ -349,4 +389,27 @@ func (d Direct) Heartbeat(ctx context.Context, id ids.ActionID, attempt ids.Atte
 
 func (d Direct) Result(ctx context.Context, id ids.ActionID, attempt ids.AttemptID, fence int64, res actionflow.ToolResult) error {
 	return d.Service.HostResult(ctx, id, attempt, fence, res)
+}
+
+var _ ProcessHost = Direct{}
+
+func (d Direct) ProcessStart(ctx context.Context, r process.Record) (process.Record, error) {
+	if d.Processes == nil {
+		return r, errors.New("host: no process service")
+	}
+	return d.Processes.Start(ctx, r)
+}
+
+func (d Direct) ProcessReport(ctx context.Context, id string, rep process.Report) (process.Record, error) {
+	if d.Processes == nil {
+		return process.Record{}, errors.New("host: no process service")
+	}
+	return d.Processes.Report(ctx, id, rep)
+}
+
+func (d Direct) ProcessRecover(ctx context.Context, sup process.Supervisor, running []string) ([]string, error) {
+	if d.Processes == nil {
+		return nil, errors.New("host: no process service")
+	}
+	return d.Processes.Recover(ctx, sup, running, d.Session)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/process"
 )
 
 // Defaults of Config.
@@ -154,6 +155,8 @@ type api struct {
 
 	// models is the model request ledger of svc (agents' reports, reads).
 	models *modelreq.Ledger
+	// procs are the managed processes of svc.
+	procs *process.Service
 }
 
 // New builds the API handler.
@@ -192,7 +195,7 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		cfg.UI = sub
 	}
-	h := &api{cfg: cfg, svc: cfg.Service, models: modelreq.ForFlow(cfg.Service), log: cfg.Logger, mux: http.NewServeMux()}
+	h := &api{cfg: cfg, svc: cfg.Service, models: modelreq.ForFlow(cfg.Service), procs: process.ForFlow(cfg.Service), log: cfg.Logger, mux: http.NewServeMux()}
 	h.routes()
 	return h, nil
 }

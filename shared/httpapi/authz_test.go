@@ -13,6 +13,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/process"
 )
 
 // victim is session ses_1 with one of everything a route can address.
@@ -22,6 +23,7 @@ type victim struct {
 	hostTask  httpapi.ActionView // Bash, published for a host
 	execution ids.ExecutionID
 	question  actionflow.Question // AskUserQuestion, pending
+	process   string              // a running managed process of the host task
 }
 
 func seedVictim(t *testing.T, s *stack) victim {
@@ -49,6 +51,12 @@ func seedVictim(t *testing.T, s *stack) victim {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.waiting(v.action.ActionID, v.hostTask.ActionID, v.question.ActionID)
+	p, err := process.ForFlow(s.svc).Start(context.Background(), process.Record{ProcessID: process.NewID(), SessionID: "ses_1",
+		ExecutionID: v.hostTask.ExecutionID, ActionID: v.hostTask.ActionID, Command: "sleep 9", Supervisor: process.Supervisor{ID: "sup_1", Host: "h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.process = p.ProcessID
 	return v
 }
 
@@ -98,6 +106,18 @@ func attempts(v victim) []attempt {
 			body: map[string]any{"attempt_id": "att_evil", "fence": fence, "result": map[string]any{"outcome": "succeeded"}}}},
 		{route: "POST /v1/hosts/tasks/{action_id}/heartbeat", req: req{method: "POST", path: "/v1/hosts/tasks/" + string(v.hostTask.ActionID) + "/heartbeat",
 			body: map[string]any{"attempt_id": "att_evil", "fence": fence}}},
+		{route: "GET /v1/executions/{execution_id}/processes", req: req{method: "GET", path: "/v1/executions/" + string(v.execution) + "/processes"}},
+		{route: "GET /v1/sessions/{session_id}/processes", req: req{method: "GET", path: "/v1/sessions/ses_1/processes"}},
+		{route: "GET /v1/processes/{process_id}", req: req{method: "GET", path: "/v1/processes/" + v.process}},
+		{route: "GET /v1/processes/{process_id}/output", req: req{method: "GET", path: "/v1/processes/" + v.process + "/output"}},
+		{route: "POST /v1/processes/{process_id}/stop", req: req{method: "POST", path: "/v1/processes/" + v.process + "/stop",
+			body: httpapi.StopBody{CommandID: "cmd_evil"}}},
+		{route: "POST /v1/hosts/tasks/{action_id}/process", req: req{method: "POST", path: "/v1/hosts/tasks/" + string(v.hostTask.ActionID) + "/process",
+			body: httpapi.HostProcessBody{ProcessID: "proc_evil", Command: "x", Supervisor: process.Supervisor{ID: "sup_evil", Host: "h"}}}},
+		{route: "POST /v1/hosts/processes/{process_id}/report", req: req{method: "POST", path: "/v1/hosts/processes/" + v.process + "/report",
+			body: process.Report{Supervisor: process.Supervisor{ID: "sup_1", Host: "h"}, Exit: &process.Exit{Code: 0}}}},
+		{route: "POST /v1/hosts/processes/recover", req: req{method: "POST", path: "/v1/hosts/processes/recover?session_id=ses_1",
+			body: httpapi.HostRecoverBody{Supervisor: process.Supervisor{ID: "sup_evil", Host: "h"}}}},
 	}
 }
 
@@ -178,6 +198,9 @@ func TestCrossSessionAndCrossRoleRefused(t *testing.T) {
 	}
 	if s.exec.calls.Load() != 0 {
 		t.Fatal("an attempt reached an executor")
+	}
+	if p, err := process.ForFlow(s.svc).Get(context.Background(), v.process); err != nil || p.Status != process.Running || p.Stop != nil || p.Version != 1 {
+		t.Fatalf("process after the attempts: %+v %v", p, err)
 	}
 }
 

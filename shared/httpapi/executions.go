@@ -118,6 +118,9 @@ func (h *api) activity(w http.ResponseWriter, r *http.Request, c *call) error {
 	if facts, err = h.addQuestionFacts(r, c.t.Session, facts); err != nil {
 		return err
 	}
+	if facts, err = h.addProcessFacts(r, c.t.Session, facts); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, activity.Build(activity.FromRecords(c.t.Session, h.cfg.Clock(), recs, facts)))
 	return nil
 }

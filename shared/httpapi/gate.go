@@ -8,6 +8,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -27,6 +28,7 @@ type target struct {
 	Execution *actionflow.Execution
 	Approval  *actionflow.Approval
 	Question  *actionflow.Question
+	Process   *process.Record
 }
 
 // call is an authorized request.
@@ -60,6 +62,14 @@ func (h *api) table() []route {
 		{"POST /v1/hosts/tasks/{action_id}/start", auth.CapHost, h.actionScope, h.hostStart},
 		{"POST /v1/hosts/tasks/{action_id}/result", auth.CapHost, h.actionScope, h.hostResult},
 		{"POST /v1/hosts/tasks/{action_id}/heartbeat", auth.CapHost, h.actionScope, h.hostHeartbeat},
+		{"GET /v1/executions/{execution_id}/processes", auth.CapRead, h.executionScope, h.listExecutionProcesses},
+		{"GET /v1/sessions/{session_id}/processes", auth.CapRead, pathSession, h.listSessionProcesses},
+		{"GET /v1/processes/{process_id}", auth.CapRead, h.processScope, h.getProcess},
+		{"GET /v1/processes/{process_id}/output", auth.CapRead, h.processScope, h.processOutput},
+		{"POST /v1/processes/{process_id}/stop", auth.CapEnd, h.processScope, h.stopProcess},
+		{"POST /v1/hosts/tasks/{action_id}/process", auth.CapHost, h.actionScope, h.hostProcessStart},
+		{"POST /v1/hosts/processes/{process_id}/report", auth.CapHost, h.processScope, h.hostProcessReport},
+		{"POST /v1/hosts/processes/recover", auth.CapHost, querySession(true), h.hostProcessRecover},
 	}
 }
 
@@ -149,7 +159,7 @@ func (h *api) audit(r *http.Request, rt route, p actionflow.Principal, t target,
 
 // addressedID is the record id a route addresses in its path, if any.
 func addressedID(r *http.Request) (kind, id string) {
-	for _, k := range []string{"approval_id", "question_id", "execution_id", "action_id"} {
+	for _, k := range []string{"approval_id", "question_id", "execution_id", "action_id", "process_id"} {
 		if v := r.PathValue(k); v != "" {
 			return strings.TrimSuffix(k, "_id"), v
 		}

@@ -63,6 +63,10 @@ var (
 		// engine asks unless a rule allows the relaxation.
 		{Name: "dangerouslyDisableSandbox", Type: TypeBoolean},
 		{Name: "network", Type: TypeBoolean},
+		// run_in_background starts a managed process instead of waiting
+		// for the command; it is part of the identity (digest): the same
+		// command in the foreground is another operation.
+		{Name: "run_in_background", Type: TypeBoolean},
 		// No cwd: a host command runs in the workspace root, where the
 		// engine resolves its paths (cd DIR && ... is analysed instead).
 	}

@@ -558,7 +558,7 @@ func policyCmd(o *options) *cobra.Command {
 }
 
 func hostCmd(o *options) *cobra.Command {
-	var workspace, session, bash string
+	var workspace, session, bash, name string
 	var parallel int
 	var poll time.Duration
 	cmd := &cobra.Command{
@@ -587,13 +587,22 @@ func hostCmd(o *options) *cobra.Command {
 				return err
 			}
 			log.Info("host worker started", "api", o.api, "workspace", abs)
-			w := &hostworker.Worker{Host: apiclient.Host{Client: c, Session: ids.SessionID(session)},
-				Runner: runner, Log: log, Poll: poll, Parallel: parallel}
+			if name == "" {
+				hn, _ := os.Hostname()
+				name = hn + ":" + abs
+			}
+			h := apiclient.Host{Client: c, Session: ids.SessionID(session)}
+			// Its supervisor runs Bash calls with run_in_background; at
+			// start-up it reports that this instance runs nothing yet, so the
+			// processes an earlier worker of this name left are lost.
+			w := &hostworker.Worker{Host: h, Runner: runner, Log: log, Poll: poll, Parallel: parallel,
+				Processes: hostworker.NewSupervisor(h, name, log)}
 			return w.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&workspace, "workspace", ".", "directory the tools run in")
+	f.StringVar(&name, "name", "", "this worker's name across restarts, for its managed processes (default HOSTNAME:WORKSPACE; one running worker per name)")
 	f.StringVar(&session, "session", "", "with an admin token: only this session's tasks")
 	f.IntVar(&parallel, "parallel", hostworker.DefaultParallel, fmt.Sprintf("tasks run at once (at most %d)", hostworker.MaxParallel))
 	f.StringVar(&bash, "bash", "bash", "the bash that runs Bash commands (path or name in PATH; the dialect the permission engine analyses)")

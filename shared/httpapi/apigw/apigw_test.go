@@ -150,6 +150,12 @@ func TestGatewayEvents(t *testing.T) {
 				t.Fatalf("completed %s", body)
 			}
 		}},
+		{name: "the agent lists its execution's managed processes", event: "list-execution-processes.json", status: 200, edit: atSubmitted, check: func(t *testing.T, body string) {
+			if strings.TrimSpace(body) != `{"processes":[]}` {
+				t.Fatalf("processes %s", body)
+			}
+		}},
+		{name: "a stop of a process nobody started answers like another session's", event: "stop-process.json", status: 403},
 		{name: "the agent ends its execution", event: "end-execution.json", status: 202, edit: atSubmitted, check: func(t *testing.T, body string) {
 			var r httpapi.CommandResult
 			json.Unmarshal([]byte(body), &r)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/recovery"
 )
 
@@ -58,6 +59,10 @@ type Handler struct {
 	// open longer than a Lambda can run (15 minutes), so their function
 	// is gone. The agent's requests are not its to close.
 	Models LostRequests
+	// Processes, if set, marks lost at each scheduled tick the managed
+	// processes whose supervisor has not reported for process.LostAfter
+	// (*process.Service; same shape as LostRequests).
+	Processes LostRequests
 }
 
 // LostRequests closes requests open since before cutoff as incomplete
@@ -87,6 +92,15 @@ func (h Handler) Handle(ctx context.Context, ev events.CloudWatchEvent) (Respons
 			}
 			if merr != nil && err == nil {
 				err = merr
+			}
+		}
+		if h.Processes != nil {
+			n, perr := h.Processes.Sweep(ctx, time.Now().Add(-process.LostAfter))
+			if n > 0 {
+				log.Warn("managed processes lost (their supervisor stopped reporting)", "processes", n)
+			}
+			if perr != nil && err == nil {
+				err = perr
 			}
 		}
 		log.Info("recovery sweep", "open", out.Open, "changed", out.Changed, "errors", out.Errors)
