@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/process"
+	"github.com/openprogram/lifecycle/shared/sandbox"
 )
 
 var procID = regexp.MustCompile(`proc_[0-9a-z]+`)
@@ -264,6 +267,30 @@ func TestBackgroundProcessThroughTheAPI(t *testing.T) {
 // The CLI's ps, logs and stop, with an agent token: ps lists the running
 // process (and, with --all, the ended one), logs prints its output, stop
 // is accepted, and logs --follow returns once the process has ended.
+// A background process runs in the call's sandbox like a foreground one:
+// the start receipt records the profile, and a write outside the
+// workspace is refused by the read-only filesystem.
+func TestBackgroundProcessRunsInTheSandbox(t *testing.T) {
+	if _, err := sandbox.Find(); err != nil {
+		t.Skip(err)
+	}
+	s := startServeStack(t)
+	s.setPolicy(t, `{"version":"proc","mode":"bypassPermissions"}`)
+	agent := s.agent(t, s.session)
+	outside := filepath.Join("/var/tmp", fmt.Sprintf("lifecycle-bg-%d", time.Now().UnixNano()))
+	v, id := s.background(t, agent, "", "touch "+outside+"; echo done")
+	if v.Receipt.Sandbox == nil || v.Receipt.Sandbox.Mode != sandbox.ModeBwrap || v.Receipt.Sandbox.Network {
+		t.Fatalf("the start receipt does not record the default sandbox: %+v", v.Receipt.Sandbox)
+	}
+	if text, _ := s.outputUntil(t, agent, id, process.Stderr, 0, "Read-only file system"); !strings.Contains(text, "Read-only") {
+		t.Fatalf("stderr: %q", text)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		os.Remove(outside)
+		t.Fatal("a background process wrote outside the workspace")
+	}
+}
+
 func TestProcessesThroughTheCLI(t *testing.T) {
 	s := startServeStack(t)
 	s.setPolicy(t, `{"version":"proc","mode":"bypassPermissions"}`)
