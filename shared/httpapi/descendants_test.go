@@ -178,16 +178,24 @@ func TestCancelEndsTheExecutionAndItsDescendants(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.ask != "" {
+				av := s.waitAction(agent, tc.ask)
+				if av.States.Outcome != lifecycle.OutcomeNotStarted || av.Approval == nil || av.Approval.Status != actionflow.ApprovalCancelled {
+					t.Fatalf("the pending approval of %s: outcome %s approval %+v", tc.exec, av.States.Outcome, av.Approval)
+				}
+			}
+			if tc.want == actionflow.ExecCancelled {
+				// The cancellation becomes cancelled once every action of the
+				// execution has its receipt; the receipt of a closed action is
+				// recorded by its state machine after the Cancel was applied,
+				// so the owner (or, as here, the sweeper) confirms it.
+				if _, err := s.es.Recovery.Sweep(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ev := s.waitStatus(human, tc.exec, tc.want)
 			if len(ev.Controls) != 0 && tc.want == actionflow.ExecCancelling {
 				t.Fatalf("a cancelling execution advertises %v", ev.Controls)
-			}
-			if tc.ask == "" {
-				return
-			}
-			av := s.waitAction(agent, tc.ask)
-			if av.States.Outcome != lifecycle.OutcomeNotStarted || av.Approval == nil || av.Approval.Status != actionflow.ApprovalCancelled {
-				t.Fatalf("the pending approval of %s: outcome %s approval %+v", tc.exec, av.States.Outcome, av.Approval)
 			}
 		})
 	}
