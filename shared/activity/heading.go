@@ -3,6 +3,7 @@ package activity
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,6 +71,17 @@ func Summary(tool string, args json.RawMessage) string {
 		s = str("query")
 	case "Task", "Agent":
 		s = firstOf(str, "description", "prompt")
+	case "AskUserQuestion":
+		// The first question asked (and how many more came with it).
+		var qs []struct {
+			Question string `json:"question"`
+		}
+		if raw, ok := fields["questions"]; ok && json.Unmarshal(raw, &qs) == nil && len(qs) > 0 {
+			s = qs[0].Question
+			if len(qs) > 1 {
+				s += fmt.Sprintf(" (+%d more)", len(qs)-1)
+			}
+		}
 	default:
 		s = pairs(fields)
 	}

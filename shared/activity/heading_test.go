@@ -21,6 +21,8 @@ func TestSummary(t *testing.T) {
 		{"bash multi-line command is one line", "Bash", `{"command":"set -e\n  make   build\n"}`, "set -e make build"},
 		{"bash without a command uses its description", "Bash", `{"command":"  ","description":"Run tests"}`, "Run tests"},
 		{"read", "Read", `{"file_path":"src/main.go"}`, "src/main.go"},
+		{"a question asks its first question", "AskUserQuestion", `{"questions":[{"question":"Which environment?","options":[{"label":"a"},{"label":"b"}]},{"question":"Run checks?"}]}`, "Which environment? (+1 more)"},
+		{"one question", "AskUserQuestion", `{"questions":[{"question":"Deploy now?","kind":"confirm"}]}`, "Deploy now?"},
 		{"read_file alias", "read_file", `{"file_path":"README.md"}`, "README.md"},
 		{"write names the file, not the content", "Write", `{"file_path":"notes.txt","content":"secret stuff"}`, "notes.txt"},
 		{"edit", "Edit", `{"file_path":"a.go","old_string":"x","new_string":"y"}`, "a.go"},
