@@ -78,6 +78,21 @@ $(NODE_TOOLS)/asl-validator-$(ASL_VALIDATOR_VERSION).stamp:
 	npm install --prefix $(NODE_TOOLS) --no-save --no-package-lock --no-audit --no-fund asl-validator@$(ASL_VALIDATOR_VERSION)
 	touch $@
 
+## api-lint: api/openapi.yaml against Redocly CLI's recommended-strict rules (pinned npm package, installed once
+## under .tools/; redocly.yaml says which rules are off and why, .redocly.lint-ignore.yaml which single findings).
+## Any finding fails. Runs on the machine's Node 20 (2.x supports >=20.19); no telemetry, no update check.
+REDOCLY_VERSION := 2.77.0
+REDOCLY_DIR := .tools/redocly-$(REDOCLY_VERSION)
+REDOCLY := $(REDOCLY_DIR)/node_modules/.bin/redocly
+.PHONY: api-lint
+test: api-lint
+api-lint: $(REDOCLY_DIR)/installed.stamp
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --lint-config=error --format=stylish
+$(REDOCLY_DIR)/installed.stamp:
+	npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error --prefix $(@D) @redocly/cli@$(REDOCLY_VERSION)
+	test -x $(REDOCLY)
+	touch $@
+
 ## mcp-everything: the reference MCP server the downstream proxy test runs over stdio (npm, pinned,
 ## installed once under .tools/; `make unit` uses it and passes its path as LIFECYCLE_MCP_EVERYTHING)
 MCP_EVERYTHING_VERSION := 2026.8.31
