@@ -24,7 +24,8 @@ import (
 // StartExecution, DescribeExecution, GetExecutionHistory, StopExecution,
 // SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat, ListExecutions, and
 // the read API consoles and toolkits use: ListStateMachines,
-// DescribeStateMachine, DescribeStateMachineForExecution and
+// DescribeStateMachine, DescribeStateMachineForExecution,
+// ListStateMachineVersions, ListStateMachineAliases (both empty) and
 // ValidateStateMachineDefinition.
 // Errors carry the "__type" the SDK turns into its typed errors
 // (*types.ExecutionAlreadyExists, *types.TaskDoesNotExist, ...).
@@ -151,6 +152,16 @@ func (e *Engine) dispatch(ctx context.Context, op string, body []byte) (any, err
 			return nil, err
 		}
 		return e.describeStateMachineForExecution(ctx, in.ExecutionArn)
+	case "ListStateMachineVersions", "ListStateMachineAliases":
+		var in listInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		field := "stateMachineVersions"
+		if op == "ListStateMachineAliases" {
+			field = "stateMachineAliases"
+		}
+		return e.listVersionsOrAliases(field, in)
 	case "ValidateStateMachineDefinition":
 		var in validateInput
 		if err := decode(&in); err != nil {

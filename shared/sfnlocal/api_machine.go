@@ -135,3 +135,28 @@ func validateDefinition(in validateInput) (any, error) {
 	}
 	return out, nil
 }
+
+// listVersionsOrAliases answers ListStateMachineVersions and
+// ListStateMachineAliases: the embedded engine does not version its
+// definition (see Limits), so there are none, and it never hands out a
+// token for these lists.
+//
+// ListStateMachineVersions' model has no StateMachineDoesNotExist (only
+// InvalidArn, InvalidToken and ValidationException), so another state
+// machine's ARN is a ValidationException there, as SDKs can type it.
+func (e *Engine) listVersionsOrAliases(field string, in listInput) (any, error) {
+	if err := e.checkStateMachine(in.StateMachineArn); err != nil {
+		var ae *apiError
+		if field == "stateMachineVersions" && errors.As(err, &ae) && ae.code == "StateMachineDoesNotExist" {
+			ae.code = "ValidationException"
+		}
+		return nil, err
+	}
+	if in.MaxResults < 0 || in.MaxResults > 1000 {
+		return nil, clientError("ValidationException", "maxResults must be between 0 and 1000, got %d", in.MaxResults)
+	}
+	if in.NextToken != "" {
+		return nil, clientError("InvalidToken", "Invalid Token: '%s'", in.NextToken)
+	}
+	return map[string]any{field: []any{}}, nil
+}

@@ -50,6 +50,16 @@ func TestStateMachineReadAPI(t *testing.T) {
 			t.Fatalf("described %+v", out)
 		}
 	})
+	t.Run("no versions or aliases", func(t *testing.T) {
+		versions, err := h.client.ListStateMachineVersions(ctx, &sfn.ListStateMachineVersionsInput{StateMachineArn: aws.String(smArn)})
+		if err != nil || versions.StateMachineVersions == nil || len(versions.StateMachineVersions) != 0 || versions.NextToken != nil {
+			t.Fatalf("versions %+v, %v", versions, err)
+		}
+		aliases, err := h.client.ListStateMachineAliases(ctx, &sfn.ListStateMachineAliasesInput{StateMachineArn: aws.String(smArn)})
+		if err != nil || aliases.StateMachineAliases == nil || len(aliases.StateMachineAliases) != 0 || aliases.NextToken != nil {
+			t.Fatalf("aliases %+v, %v", aliases, err)
+		}
+	})
 	t.Run("describe state machine for execution", func(t *testing.T) {
 		out, err := h.client.DescribeStateMachineForExecution(ctx, &sfn.DescribeStateMachineForExecutionInput{ExecutionArn: aws.String(h.eng.ExecutionArn("one"))})
 		if err != nil {
@@ -210,6 +220,18 @@ func TestReadAPIErrors(t *testing.T) {
 			_, err := h.client.ListStateMachines(ctx, &sfn.ListStateMachinesInput{NextToken: aws.String("garbage")})
 			return err
 		}, new(*types.InvalidToken)},
+		{"versions of another state machine", func() error {
+			_, err := h.client.ListStateMachineVersions(ctx, &sfn.ListStateMachineVersionsInput{StateMachineArn: aws.String(other)})
+			return err
+		}, new(*types.ValidationException)},
+		{"aliases of another state machine", func() error {
+			_, err := h.client.ListStateMachineAliases(ctx, &sfn.ListStateMachineAliasesInput{StateMachineArn: aws.String(other)})
+			return err
+		}, new(*types.StateMachineDoesNotExist)},
+		{"aliases bad arn", func() error {
+			_, err := h.client.ListStateMachineAliases(ctx, &sfn.ListStateMachineAliasesInput{StateMachineArn: aws.String("nope")})
+			return err
+		}, new(*types.InvalidArn)},
 		{"list executions other state machine", func() error {
 			_, err := h.client.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(other)})
 			return err

@@ -132,5 +132,6 @@
 // diagnostics, all of severity ERROR and code SCHEMA_VALIDATION_FAILED,
 // location "/States/<name>/<field>"; what the engine does not implement
 // FAILs), and ListExecutions with statusFilter, maxResults (0 to 1000) and
-// nextToken, newest first. Versions and aliases do not exist here.
+// nextToken, newest first. Versions and aliases do not exist here:
+// ListStateMachineVersions and ListStateMachineAliases answer empty lists.
 package sfnlocal
