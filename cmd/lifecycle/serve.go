@@ -251,6 +251,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	fmt.Fprintf(out, "  State         %s   (0700; keys auth.key and human.key 0600)\n", stateDir)
 	fmt.Fprintf(out, "  Workspace     %s\n", ws)
 	fmt.Fprintf(out, "  Step Functions endpoint (AWS_ENDPOINT_URL_SFN)  %s\n", es.SFNEndpoint)
+	fmt.Fprintf(out, "  State machine %s\n", es.Engine.StateMachineArn())
 	for _, st := range downstreamStatus {
 		if st.Err != nil {
 			fmt.Fprintf(out, "  MCP server    %s (%s): NOT AVAILABLE, its tools are not listed (a call connects again first): %v\n", st.Server, st.Transport, st.Err)
@@ -265,6 +266,8 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "An agent token: lifecycle token --role agent --session %s   (from this directory, or with --workspace %s)\n", o.session, ws)
 	fmt.Fprintf(out, "Submit:         lifecycle submit --session %s --tool Bash --args '{\"command\":\"ls\"}' --token <agent token>\n", o.session)
+	fmt.Fprintf(out, "Executions:     %s\n", listExecutionsCommand(es.SFNEndpoint, es.Engine.StateMachineArn()))
+	fmt.Fprintf(out, "                (the engine checks no credentials; without an AWS configuration, prefix %s)\n", fakeAWSEnv)
 	fmt.Fprintf(out, "Stop with Ctrl-C (an orderly stop pauses running work for automatic continuation).\n")
 
 	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -284,4 +287,14 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	defer cancel()
 	srv.Shutdown(sctx)
 	return es.Close(sctx)
+}
+
+// fakeAWSEnv is what the AWS CLI needs to sign a request when no AWS
+// configuration exists; the embedded engine checks neither.
+const fakeAWSEnv = "AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local"
+
+// listExecutionsCommand is the ready-to-paste AWS CLI line the banner
+// prints, listing the embedded engine's executions.
+func listExecutionsCommand(endpoint, stateMachineArn string) string {
+	return "aws stepfunctions list-executions --endpoint-url " + endpoint + " --state-machine-arn " + stateMachineArn
 }

@@ -22,7 +22,11 @@ import (
 // so the real aws-sdk-go-v2/service/sfn client talks to it unchanged when
 // its endpoint (BaseEndpoint, AWS_ENDPOINT_URL_SFN) points here:
 // StartExecution, DescribeExecution, GetExecutionHistory, StopExecution,
-// SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat and ListExecutions.
+// SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat, ListExecutions, and
+// the read API consoles and toolkits use: ListStateMachines,
+// DescribeStateMachine, DescribeStateMachineForExecution,
+// ListStateMachineVersions, ListStateMachineAliases (both empty) and
+// ValidateStateMachineDefinition.
 // Errors carry the "__type" the SDK turns into its typed errors
 // (*types.ExecutionAlreadyExists, *types.TaskDoesNotExist, ...).
 // Requests are not authenticated: serve it on loopback only.
@@ -130,6 +134,40 @@ func (e *Engine) dispatch(ctx context.Context, op string, body []byte) (any, err
 			return nil, err
 		}
 		return e.listExecutions(ctx, in)
+	case "ListStateMachines":
+		var in listStateMachinesInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return e.listStateMachines(in)
+	case "DescribeStateMachine":
+		var in stateMachineArnInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return e.describeStateMachine(in.StateMachineArn)
+	case "DescribeStateMachineForExecution":
+		var in executionArnInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return e.describeStateMachineForExecution(ctx, in.ExecutionArn)
+	case "ListStateMachineVersions", "ListStateMachineAliases":
+		var in listInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		field := "stateMachineVersions"
+		if op == "ListStateMachineAliases" {
+			field = "stateMachineAliases"
+		}
+		return e.listVersionsOrAliases(field, in)
+	case "ValidateStateMachineDefinition":
+		var in validateInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return validateDefinition(in)
 	}
 	return nil, clientError("UnknownOperationException", "operation %q is not implemented by the embedded Step Functions engine", op)
 }
@@ -553,6 +591,10 @@ func (e *Engine) sendTask(ctx context.Context, op string, in taskInput) error {
 	return nil
 }
 
+// listTokenPrefix marks ListExecutions' page tokens (the index key of the
+// last execution listed), so a token from elsewhere is InvalidToken.
+const listTokenPrefix = "list:"
+
 func (e *Engine) listExecutions(ctx context.Context, in listInput) (any, error) {
 	if err := e.checkStateMachine(in.StateMachineArn); err != nil {
 		return nil, err
@@ -562,17 +604,21 @@ func (e *Engine) listExecutions(ctx context.Context, in listInput) (any, error) 
 	default:
 		return nil, clientError("ValidationException", "invalid statusFilter %q", in.StatusFilter)
 	}
+	if in.MaxResults < 0 || in.MaxResults > 1000 {
+		return nil, clientError("ValidationException", "maxResults must be between 0 and 1000, got %d", in.MaxResults)
+	}
 	size := in.MaxResults
-	if size <= 0 || size > 1000 {
+	if size == 0 {
 		size = 100
 	}
 	after := ""
 	if in.NextToken != "" {
 		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
-		if err != nil {
+		key, ok := strings.CutPrefix(string(b), listTokenPrefix)
+		if err != nil || !ok || key == "" {
 			return nil, clientError("InvalidToken", "Invalid Token: '%s'", in.NextToken)
 		}
-		after = string(b)
+		after = key
 	}
 	items := []map[string]any{}
 	next := ""
@@ -621,7 +667,7 @@ pages:
 	}
 	out := map[string]any{"executions": items}
 	if next != "" {
-		out["nextToken"] = base64.RawURLEncoding.EncodeToString([]byte(next))
+		out["nextToken"] = base64.RawURLEncoding.EncodeToString([]byte(listTokenPrefix + next))
 	}
 	return out, nil
 }

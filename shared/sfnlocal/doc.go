@@ -119,4 +119,19 @@
 // are kept with the data left out and marked truncated. A run of more than
 // 1000 states without a Task or a Wait fails with States.Runtime (a loop).
 // The API is unauthenticated: serve it on loopback only.
+//
+// # The read API of consoles and toolkits
+//
+// Besides the operations the project calls, the engine answers what the
+// AWS CLI, boto3 or the AWS Toolkit call to browse: ListStateMachines (the
+// one machine, type STANDARD), DescribeStateMachine (the definition as
+// loaded, placeholders filled; status ACTIVE; creationDate is when New
+// ran, since the engine keeps no state machine record),
+// DescribeStateMachineForExecution (the current definition: it is not
+// versioned), ValidateStateMachineDefinition (shared/asl's validation as
+// diagnostics, all of severity ERROR and code SCHEMA_VALIDATION_FAILED,
+// location "/States/<name>/<field>"; what the engine does not implement
+// FAILs), and ListExecutions with statusFilter, maxResults (0 to 1000) and
+// nextToken, newest first. Versions and aliases do not exist here:
+// ListStateMachineVersions and ListStateMachineAliases answer empty lists.
 package sfnlocal

@@ -65,6 +65,11 @@ type Engine struct {
 	account   string
 	smName    string
 	smArn     string
+	// def is the definition as loaded (placeholders substituted), which
+	// DescribeStateMachine returns; created is when New ran, its
+	// creationDate (the engine keeps no state machine record).
+	def     []byte
+	created time.Time
 
 	baseCtx context.Context
 	cancel  context.CancelFunc
@@ -150,6 +155,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.clock == nil {
 		e.clock = SystemClock()
 	}
+	e.def, e.created = def, e.clock.Now()
 	if e.log == nil {
 		e.log = slog.Default()
 	}
