@@ -113,19 +113,12 @@ func (s *Service) CreateChild(ctx context.Context, parent Execution, child *Exec
 // naming it as parent. Sorted by id.
 func (s *Service) Children(ctx context.Context, parent Execution) ([]ids.ExecutionID, error) {
 	seen := map[ids.ExecutionID]bool{}
-	after := ""
-	for {
-		page, err := s.cfg.Store.Query(ctx, "EXEC#"+string(parent.ExecutionID), store.QueryOptions{SKPrefix: childSKPrefix, After: after, Limit: store.MaxLimit})
-		if err != nil {
-			return nil, fmt.Errorf("list children of %s: %w", parent.ExecutionID, err)
-		}
-		for _, it := range page.Items {
-			seen[ids.ExecutionID(strings.TrimPrefix(it.SK, childSKPrefix))] = true
-		}
-		if page.Next == "" {
-			break
-		}
-		after = page.Next
+	err := store.Each(ctx, s.cfg.Store, store.ExecPK(string(parent.ExecutionID)), store.QueryOptions{SKPrefix: childSKPrefix}, func(it store.Item) error {
+		seen[ids.ExecutionID(strings.TrimPrefix(it.SK, childSKPrefix))] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list children of %s: %w", parent.ExecutionID, err)
 	}
 	all, err := s.ExecutionsOfSession(ctx, parent.SessionID)
 	if err != nil {

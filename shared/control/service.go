@@ -164,24 +164,15 @@ func (s *Service) Commands(ctx context.Context, exec ids.ExecutionID, by actionf
 		return nil, err
 	}
 	var out []Record
-	after := ""
-	for {
-		page, err := s.st.Query(ctx, store.ExecPK(string(exec)), store.QueryOptions{SKPrefix: cmdSKPrefix, After: after, Limit: store.MaxLimit})
-		if err != nil {
-			return nil, fmt.Errorf("list commands of %s: %w", exec, err)
-		}
-		for _, it := range page.Items {
-			r, err := decodeRecord(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
+	err = store.Each(ctx, s.st, store.ExecPK(string(exec)), store.QueryOptions{SKPrefix: cmdSKPrefix}, func(it store.Item) error {
+		r, err := decodeRecord(it)
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list commands of %s: %w", exec, err)
 	}
+	return out, nil
 }
 
 // Submit saves a command ("accepted") and, when it can take the

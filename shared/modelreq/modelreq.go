@@ -382,23 +382,13 @@ func (l *Ledger) CloseExecution(ctx context.Context, exec ids.ExecutionID, reaso
 // strongly consistent read of the execution's partition).
 func (l *Ledger) ListExecution(ctx context.Context, exec ids.ExecutionID) ([]Record, error) {
 	out := []Record{}
-	after := ""
-	for {
-		page, err := l.Store.Query(ctx, store.ExecPK(string(exec)), store.QueryOptions{SKPrefix: skPrefix, After: after, Limit: store.MaxLimit})
-		if err != nil {
-			return nil, fmt.Errorf("list model requests of %s: %w", exec, err)
-		}
-		for _, it := range page.Items {
-			r, err := decodeRecord(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		if page.Next == "" {
-			break
-		}
-		after = page.Next
+	err := store.Each(ctx, l.Store, store.ExecPK(string(exec)), store.QueryOptions{SKPrefix: skPrefix}, func(it store.Item) error {
+		r, err := decodeRecord(it)
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list model requests of %s: %w", exec, err)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].StartedAt.Equal(out[j].StartedAt) {
@@ -413,24 +403,15 @@ func (l *Ledger) ListExecution(ctx context.Context, exec ids.ExecutionID) ([]Rec
 // reviewer's), oldest first, through the session index.
 func (l *Ledger) ListSession(ctx context.Context, session ids.SessionID) ([]Record, error) {
 	out := []Record{}
-	after := ""
-	for {
-		page, err := l.Store.QueryIndex(ctx, store.IndexSession, store.SessionPK(string(session)), store.QueryOptions{SKPrefix: skPrefix, After: after, Limit: store.MaxLimit})
-		if err != nil {
-			return nil, fmt.Errorf("list model requests of %s: %w", session, err)
-		}
-		for _, it := range page.Items {
-			r, err := decodeRecord(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
+	err := store.EachInIndex(ctx, l.Store, store.IndexSession, store.SessionPK(string(session)), store.QueryOptions{SKPrefix: skPrefix}, func(it store.Item) error {
+		r, err := decodeRecord(it)
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list model requests of %s: %w", session, err)
 	}
+	return out, nil
 }
 
 // RunActivity implements recovery.RunActivity: the latest start or

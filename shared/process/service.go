@@ -119,23 +119,13 @@ func (s *Service) Get(ctx context.Context, id string) (Record, error) {
 // ListExecution lists the processes an execution started, oldest first.
 func (s *Service) ListExecution(ctx context.Context, exec ids.ExecutionID) ([]Record, error) {
 	var out []Record
-	after := ""
-	for {
-		page, err := s.Store.Query(ctx, store.ExecPK(string(exec)), store.QueryOptions{SKPrefix: linkSK, After: after, Limit: store.MaxLimit})
-		if err != nil {
-			return nil, fmt.Errorf("list processes of %s: %w", exec, err)
-		}
-		for _, it := range page.Items {
-			r, err := s.Get(ctx, strings.TrimPrefix(it.SK, linkSK))
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		if page.Next == "" {
-			break
-		}
-		after = page.Next
+	err := store.Each(ctx, s.Store, store.ExecPK(string(exec)), store.QueryOptions{SKPrefix: linkSK}, func(it store.Item) error {
+		r, err := s.Get(ctx, strings.TrimPrefix(it.SK, linkSK))
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list processes of %s: %w", exec, err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
 	return out, nil
@@ -153,27 +143,18 @@ func (s *Service) listRunning(ctx context.Context) ([]Record, error) {
 
 func (s *Service) listIndex(ctx context.Context, index store.Index, pk, prefix string) ([]Record, error) {
 	var out []Record
-	after := ""
-	for {
-		page, err := s.Store.QueryIndex(ctx, index, pk, store.QueryOptions{SKPrefix: prefix, After: after, Limit: store.MaxLimit})
-		if err != nil {
-			return nil, fmt.Errorf("list processes: %w", err)
+	err := store.EachInIndex(ctx, s.Store, index, pk, store.QueryOptions{SKPrefix: prefix}, func(it store.Item) error {
+		if !strings.HasPrefix(it.PK, pkPrefix) || it.SK != "META" {
+			return nil
 		}
-		for _, it := range page.Items {
-			if !strings.HasPrefix(it.PK, pkPrefix) || it.SK != "META" {
-				continue
-			}
-			r, err := decodeRecord(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
+		r, err := decodeRecord(it)
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
 	}
+	return out, nil
 }
 
 // Exit is how a process ended, as its supervisor saw it.

@@ -16,6 +16,8 @@
 // The store does not interpret domain records: they live in Item.Body as
 // JSON. Adapters: sqlitestore (embedded, the default behind `make run`) and
 // dynamostore (AWS). The contract suite in storetest runs against both.
+// Each and EachInIndex read every page of a query, so a listing is one
+// call with a function per item rather than its own paging loop.
 //
 // This package imports no AWS package.
 package store
