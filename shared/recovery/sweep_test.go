@@ -366,3 +366,49 @@ func TestOnStatusChangeSweepsOnlyEndedMachines(t *testing.T) {
 		})
 	}
 }
+
+// endsAsRead is the machine finishing its own projection between the
+// sweeper's read of the action and its read of the machine's status (a
+// start-up sweep racing the state machine does exactly this).
+type endsAsRead struct {
+	flow *actionflow.Service
+	in   actionflow.StepInput
+}
+
+func (m endsAsRead) Status(ctx context.Context, _ ids.ActionID) (string, error) {
+	if _, err := m.flow.Project(ctx, m.in); err != nil {
+		return "", err
+	}
+	return "SUCCEEDED", nil
+}
+
+func TestSweepDoesNotProjectAgainWhatTheEndedMachineProjected(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.faulty.Set(failing("cas", `"delivery":"projected"`, "ACTION#"))
+	a := f.submit(t, flowtest.ToolWrite)
+	f.drain(t) // receipt and checkpoint stand; the projection failed
+	f.faulty.Set(nil)
+	sw, err := recovery.New(recovery.Config{Flow: f.p.Flow, Control: f.ctl, Logger: f.w.Log,
+		Machines: endsAsRead{flow: f.p.Flow, in: actionflow.StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sw.SweepAction(ctx, a.ActionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := f.p.Flow.ReadEvents(ctx, session, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	projected := 0
+	for _, ev := range evs {
+		if ev.Type == "action.projected" {
+			projected++
+		}
+	}
+	if projected != 1 || rep.Did != recovery.Left {
+		t.Fatalf("action.projected %d times, sweep did %q", projected, rep.Did)
+	}
+}

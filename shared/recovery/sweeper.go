@@ -271,6 +271,15 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 		if ms == MachineRunning {
 			return rep, nil // its record/project steps are on it
 		}
+		// The action was read before the machine's status: a machine that
+		// ended in between projected it itself. Read it again now that the
+		// machine's steps are all behind us, or the projection runs twice.
+		if a, err = flow.GetAction(ctx, id); err != nil {
+			return rep, err
+		}
+		if a.States.Terminal() {
+			return rep, nil
+		}
 		rep.Outcome = rc.Outcome
 		recorded, err := flow.ActionRecorded(ctx, a)
 		if err != nil {
