@@ -89,6 +89,7 @@ type Engine struct {
 	versionsMu sync.RWMutex
 	defsMu     sync.Mutex // guards defs
 	defs       map[string]*loadedDef
+	starts     startCache
 
 	baseCtx context.Context
 	cancel  context.CancelFunc

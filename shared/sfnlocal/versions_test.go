@@ -331,6 +331,10 @@ func TestStateMachineAliases(t *testing.T) {
 		aws.ToString(d.RoutingConfiguration[0].StateMachineVersionArn) != v1 || d.RoutingConfiguration[0].Weight != 100 {
 		t.Fatalf("described %+v %v", d, err)
 	}
+	h.startOn(live, "before-split")
+	if got := aws.ToString(h.describe("before-split").StateMachineVersionArn); got != v1 {
+		t.Fatalf("routed to %s, want %s", got, v1)
+	}
 	// Split 40/60: the harness's random number is 0.5, so the second.
 	if _, err := h.client.UpdateStateMachineAlias(ctx, &sfn.UpdateStateMachineAliasInput{StateMachineAliasArn: aws.String(live), RoutingConfiguration: routing(v1, 40, v2, 60)}); err != nil {
 		t.Fatal(err)
