@@ -19,6 +19,7 @@
 //		StateMachineName: "action-lifecycle",
 //		Functions:        map[string]sfnlocal.LambdaFunc{authorizeARN: sfnlocal.Handler(authorize.Handle), ...},
 //		OnStatusChange:   sweeper.OnStatusChange,
+//		VersionInUse:     pinned,                          // optional: refuses DeleteStateMachineVersion
 //	})
 //	err = eng.Start(ctx)                                 // resume stored executions
 //	srv := &http.Server{Addr: "127.0.0.1:0", Handler: eng.Handler()}
