@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -90,7 +91,27 @@ func TestDecidedActionFitsOneWriteUnit(t *testing.T) {
 	if _, err := f.svc.Authorize(ctx, actionflow.StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID, Mode: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	it, err := f.st.Get(ctx, store.Key{PK: "ACTION#" + string(a.ActionID), SK: "META"})
+	// Decided, then dispatched (start evidence and a short result).
+	for _, step := range []string{"decided", "dispatched"} {
+		if step == "dispatched" {
+			if _, err := f.svc.Dispatch(ctx, actionflow.StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID, Mode: "sync"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		itemFits(t, f, a.ActionID, step)
+	}
+	got, err := f.svc.GetAction(ctx, a.ActionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Decision.Engine) != realistic || got.Tool != "Bash" || got.Result == nil {
+		t.Errorf("read back %+v", got)
+	}
+}
+
+func itemFits(t *testing.T, f fixture, id ids.ActionID, step string) {
+	t.Helper()
+	it, err := f.st.Get(context.Background(), store.Key{PK: "ACTION#" + string(id), SK: "META"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,15 +121,9 @@ func TestDecidedActionFitsOneWriteUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%s action item: %d bytes (body %d, JSON %d)", step, size, len(it.Body), len(js))
 	if size > 1024 {
-		t.Errorf("the decided action's item is %d bytes (body %d, %d as JSON): over one write unit", size, len(it.Body), len(js))
-	}
-	got, err := f.svc.GetAction(ctx, a.ActionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got.Decision.Engine) != realistic || got.Tool != "Bash" {
-		t.Errorf("read back %+v", got.Decision)
+		t.Errorf("the %s action's item is %d bytes (body %d, %d as JSON): over one write unit", step, size, len(it.Body), len(js))
 	}
 }
 
