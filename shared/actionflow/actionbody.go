@@ -54,8 +54,11 @@ var (
 
 func mustZstdEncoder() *zstd.Encoder {
 	// The frames are small: a small window and the lower-memory encoder
-	// keep the pooled encoders at a few hundred KB.
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(1<<17),
+	// keep the pooled encoders at a few hundred KB. The fastest level:
+	// with the dictionary it is within 30 bytes of the default level on a
+	// decided action, at a quarter of its CPU (a frame's setup dominates
+	// for inputs this small).
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<17),
 		zstd.WithLowerEncoderMem(true), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true),
 		zstd.WithEncoderDictRaw(actionDictID, []byte(actionDicts[actionDictID])))
 	if err != nil {
