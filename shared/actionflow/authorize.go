@@ -90,7 +90,7 @@ func (s *Service) authorize(ctx context.Context, in StepInput) (AuthorizeOutput,
 		return nil
 	}, func(cur *Action) (Event, any) {
 		return Event{Type: "action.decided", SessionID: cur.SessionID, ExecutionID: cur.ExecutionID, ActionID: cur.ActionID},
-			map[string]any{"decision": cur.Decision, "states": cur.States}
+			map[string]any{"decision": eventDecision(cur.Decision), "states": cur.States}
 	})
 	if err != nil {
 		return AuthorizeOutput{}, err
@@ -100,6 +100,20 @@ func (s *Service) authorize(ctx context.Context, in StepInput) (AuthorizeOutput,
 			"reason_code", saved.Decision.Reason.Code, "policy_version", saved.Decision.PolicyVersion, "mode", mode)
 	}
 	return outputOf(*saved.Decision), nil
+}
+
+// eventDecision is the decision as its event carries it: what the API's
+// action view shows, without the decider's own record (policy and context
+// digests, file preconditions), which stays on the action for
+// revalidation. Leaving it out halves the event (about 1.2 KB to 0.6 KB,
+// so 2 write units instead of 4 in the transaction that appends it).
+func eventDecision(d *Decision) *Decision {
+	if d == nil {
+		return nil
+	}
+	dd := *d
+	dd.Engine = nil
+	return &dd
 }
 
 func (s *Service) route(tool string) (string, bool) {

@@ -85,8 +85,12 @@ func (f fixture) forgetDecision(t *testing.T, id ids.ActionID) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	js, err := actionflow.ActionJSON(it.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var body map[string]any
-	if err := json.Unmarshal(it.Body, &body); err != nil {
+	if err := json.Unmarshal(js, &body); err != nil {
 		t.Fatal(err)
 	}
 	delete(body, "decision")

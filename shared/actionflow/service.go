@@ -199,12 +199,6 @@ func (s *Service) getAction(ctx context.Context, id ids.ActionID) (Action, error
 	return decodeAction(it)
 }
 
-func decodeAction(it store.Item) (Action, error) {
-	a, err := decode[Action](it, "action")
-	a.Version, a.Fence = it.Version, it.Fence
-	return a, err
-}
-
 // GetAction reads an action.
 func (s *Service) GetAction(ctx context.Context, id ids.ActionID) (Action, error) {
 	return s.getAction(ctx, id)
@@ -215,7 +209,7 @@ func (s *Service) actionItem(a Action) store.Item {
 		PK: actionKey(a.ActionID).PK, SK: actionKey(a.ActionID).SK,
 		Version: a.Version, Fence: a.Fence,
 		GSI1PK: sessionPK(a.SessionID), GSI1SK: "ACTION#" + string(a.ActionID),
-		Body: encode(a),
+		Body: actionBody(a),
 	}
 	switch {
 	case !a.States.Terminal():

@@ -60,11 +60,10 @@ func (r *SessionRecords) add(s *Service, it store.Item) error {
 		e.Version = it.Version
 		r.Executions = append(r.Executions, e)
 	case strings.HasPrefix(it.GSI1SK, "ACTION#"):
-		a, err := decode[Action](it, "action")
+		a, err := decodeAction(it)
 		if err != nil {
 			return err
 		}
-		a.Version = it.Version
 		r.Actions = append(r.Actions, a)
 	case strings.HasPrefix(it.GSI1SK, "APPROVAL#"):
 		ap, err := decode[Approval](it, "approval")

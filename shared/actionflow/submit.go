@@ -165,8 +165,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 			}
 			return s.resubmit(ctx, existing, reqDigest)
 		}
-		existing, derr := decode[Action](ce.Existing, "action")
-		existing.Version = ce.Existing.Version
+		existing, derr := decodeAction(ce.Existing)
 		if derr != nil {
 			return Action{}, false, derr
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/awscost"
 	"github.com/openprogram/lifecycle/shared/decider"
 	"github.com/openprogram/lifecycle/shared/embedded"
 	"github.com/openprogram/lifecycle/shared/ids"
@@ -42,18 +43,60 @@ type benchStack struct {
 	invocations atomic.Int64
 	done        sync.Map // action id -> chan struct{}
 	cancel      func()
+
+	mu     sync.Mutex
+	lambda map[string]awscost.Invocation // by function: invocations and billed ms
+}
+
+// invoked counts one invocation of function name that took d, billed as
+// Lambda bills it (rounded up to 1 ms).
+func (bs *benchStack) invoked(name string, d time.Duration) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if bs.lambda == nil {
+		bs.lambda = map[string]awscost.Invocation{}
+	}
+	inv := bs.lambda[name]
+	inv.Count++
+	inv.BilledMs += awscost.BilledMs(float64(d.Microseconds()) / 1000)
+	bs.lambda[name] = inv
+}
+
+func (bs *benchStack) invocationsSoFar() map[string]awscost.Invocation {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	out := map[string]awscost.Invocation{}
+	for k, v := range bs.lambda {
+		out[k] = v
+	}
+	return out
 }
 
 func startBench(tb testing.TB, dir string) *benchStack {
+	return startBenchWrap(tb, dir, nil)
+}
+
+func startBenchWrap(tb testing.TB, dir string, wrap func(store.Store) store.Store) *benchStack {
 	tb.Helper()
 	bs := &benchStack{}
 	lazy := &lazyDecider{}
 	s, err := embedded.Start(context.Background(), embedded.Config{
 		StateDir: dir, NoHostWorker: true, Decider: lazy,
-		Routes:    map[string]string{"noop_ask": "noop", "noop_deny": "noop"},
-		WrapStore: func(st store.Store) store.Store { bs.meter = metered.Wrap(st); return bs.meter },
+		Routes: map[string]string{"noop_ask": "noop", "noop_deny": "noop"},
+		WrapStore: func(st store.Store) store.Store {
+			if wrap != nil {
+				st = wrap(st)
+			}
+			bs.meter = metered.Wrap(st)
+			return bs.meter
+		},
 		WrapFunction: func(name string, f sfnlocal.LambdaFunc) sfnlocal.LambdaFunc {
-			return func(ctx context.Context, p []byte) ([]byte, error) { bs.invocations.Add(1); return f(ctx, p) }
+			return func(ctx context.Context, p []byte) ([]byte, error) {
+				bs.invocations.Add(1)
+				t0 := time.Now()
+				defer func() { bs.invoked(name, time.Since(t0)) }()
+				return f(ctx, p)
+			}
 		},
 		Logger: benchLogger(),
 	})
@@ -88,7 +131,15 @@ func startBench(tb testing.TB, dir string) *benchStack {
 			case "approval.requested": // the automated approver
 				var ap actionflow.Approval
 				json.Unmarshal(ev.Data, &ap)
-				go s.Service.DecideApproval(context.Background(), ap.ApprovalID, actionflow.DecisionApprove, ap.ArgsDigest, human)
+				go func() {
+					// On AWS the approver reads the pending approval and
+					// posts its decision: two calls of the api function.
+					t0 := time.Now()
+					s.Service.DecideApproval(context.Background(), ap.ApprovalID, actionflow.DecisionApprove, ap.ArgsDigest, human)
+					d := time.Since(t0)
+					bs.invoked("api", d)
+					bs.invoked("api", d)
+				}()
 			}
 		}
 	}()
@@ -131,6 +182,7 @@ func (bs *benchStack) drive(tb testing.TB, tool string, n, concurrency int, rate
 				ch := make(chan struct{})
 				key := ids.New("k")
 				// The action id derives from the idempotency key; register before submitting.
+				tSubmit := time.Now()
 				a, _, err := bs.Service.Submit(context.Background(), actionflow.SubmitRequest{SessionID: "ses_bench", ExecutionID: ids.ExecutionID(fmt.Sprintf("exe_b%d", i%64)),
 					ToolCallID: "call", Tool: tool, Arguments: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`), Interactive: true, IdempotencyKey: key,
 					Principal: actionflow.Principal{Subject: "agent", Role: "agent"}})
@@ -138,12 +190,14 @@ func (bs *benchStack) drive(tb testing.TB, tool string, n, concurrency int, rate
 					tb.Error(err)
 					return
 				}
+				bs.invoked("api", time.Since(tSubmit)) // POST .../actions through the api function on AWS
 				last.Store(a.ActionID)
 				bs.done.Store(a.ActionID, ch)
 				// It may have projected before we registered: check the store once.
 				if cur, err := bs.Service.GetAction(context.Background(), a.ActionID); err == nil && cur.States.Terminal() {
 					if _, mine := bs.done.LoadAndDelete(a.ActionID); mine {
 						lat[i] = time.Since(t0)
+						bs.invoked("api", lat[i])
 						continue
 					}
 				}
@@ -169,6 +223,10 @@ func (bs *benchStack) drive(tb testing.TB, tool string, n, concurrency int, rate
 				}
 				poll.Stop()
 				lat[i] = time.Since(t0)
+				// On AWS the client reads the outcome with GET
+				// /v1/actions/{id}?wait=, which holds the api function
+				// until the outcome is known: billed for the latency.
+				bs.invoked("api", lat[i])
 			}
 		}()
 	}
@@ -266,7 +324,7 @@ func BenchmarkLifecycle(b *testing.B) {
 				}
 				bs := startBench(b, populated(b, stored))
 				bs.run(b, path.tool, 1000, path.concurrency) // warm up (caches of a large store are cold after opening it)
-				u0, inv0 := bs.meter.Usage(), bs.invocations.Load()
+				u0, inv0, k0, l0 := bs.meter.Usage(), bs.invocations.Load(), bs.meter.ByKind(), bs.invocationsSoFar()
 				runtime.GC()
 				b.ResetTimer()
 				cpu0 := cpuTime()
@@ -291,11 +349,114 @@ func BenchmarkLifecycle(b *testing.B) {
 				b.ReportMetric(float64(u.BytesWritten)/n, "bytes/action")
 				b.ReportMetric(rssMB("VmRSS"), "rss_MB")
 				b.ReportMetric(rssMB("RssAnon"), "anon_MB")
-				b.ReportMetric(float64(bs.transitionsOf(b, sample)), "transitions/action")
 				b.ReportMetric(0, "ns/op")
+				kinds := metered.SubKinds(bs.meter.ByKind(), k0)
+				aws := awsUsage(kinds, n)
+				var tableWCU float64
+				for _, k := range kinds {
+					if !engineKind(k.Kind) {
+						tableWCU += k.WCU / n
+					}
+				}
+				// WCU counts the engine's own records too; table_WCU only the
+				// lifecycle's (what its DynamoDB table bills on AWS), and
+				// aws_WRU adds the writes of its two indexes.
+				b.ReportMetric(tableWCU, "table_WCU/action")
+				b.ReportMetric(aws.WriteUnits, "aws_WRU/action")
+				aws.Transitions = float64(bs.transitionsOf(b, sample))
+				b.ReportMetric(aws.Transitions, "transitions/action")
+				aws.HTTPRequests = 2 // POST the action, GET its outcome with ?wait=
+				if path.tool == "noop_ask" {
+					aws.HTTPRequests += 2 // the approver's read of the approval and its decision
+				}
+				aws.Invocations = map[string]awscost.Invocation{}
+				for name, inv := range bs.invocationsSoFar() {
+					inv.Count -= l0[name].Count
+					inv.BilledMs -= l0[name].BilledMs
+					aws.Invocations[name] = awscost.Invocation{Count: inv.Count / n, BilledMs: inv.BilledMs / n}
+				}
+				lines, err := awscost.USEast1.PerMillion(aws, benchMemory(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(awscost.Total(lines), "usd/M-actions")
+				if b.N > 1 && (path.rate == 0 && path.concurrency == 32) {
+					// The table of the closed-loop paths (allow, ask, deny);
+					// the others differ only in Lambda durations.
+					fmt.Print(awscost.Format(fmt.Sprintf("cost of %s (stored=%dk), $ per million actions at %s list prices of %s", path.name, stored/1000,
+						awscost.USEast1.Region, awscost.USEast1.AsOf), lines))
+					fmt.Print(kindTable(kinds, n))
+				}
 			})
 		}
 	}
+}
+
+// engineKind tells the embedded engine's own records (SFNEXEC, SFNHIST
+// and its open-work index partition) from the lifecycle's: on AWS they are
+// Step Functions' state, billed as transitions, not DynamoDB writes.
+func engineKind(kind string) bool { return strings.Contains(kind, "SFN") }
+
+// awsUsage is the DynamoDB share of what an action would use on AWS: the
+// lifecycle table's write units (its indexes' included), read units, and
+// the events published (every event appended to a session log is put on
+// EventBridge).
+func awsUsage(kinds []metered.KindUsage, n float64) awscost.Usage {
+	var u awscost.Usage
+	for _, k := range kinds {
+		if engineKind(k.Kind) {
+			continue
+		}
+		u.WriteUnits += (k.WCU + k.IndexWCU) / n
+		u.ReadUnits += k.RCU / n
+		if k.Kind == "SESSION/EVT" {
+			u.Events += float64(k.Writes) / n
+		}
+	}
+	return u
+}
+
+// kindTable lists an action's writes by record kind (see metered.Kind).
+func kindTable(kinds []metered.KindUsage, n float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-22s %8s %6s %6s %9s %7s %6s\n", "writes by record", "requests", "items", "WCU", "index WCU", "bytes", "RCU")
+	var t metered.Usage
+	for _, k := range kinds {
+		if k.Writes == 0 && k.Reads == 0 {
+			continue
+		}
+		kind := k.Kind
+		if engineKind(kind) {
+			kind += " (engine)"
+		} else {
+			t.WriteRequests += k.WriteRequests
+			t.Writes += k.Writes
+			t.WCU += k.WCU
+			t.IndexWCU += k.IndexWCU
+			t.BytesWritten += k.BytesWritten
+			t.RCU += k.RCU
+		}
+		fmt.Fprintf(&b, "  %-22s %8.2f %6.2f %6.2f %9.2f %7.0f %6.2f\n", kind, float64(k.WriteRequests)/n, float64(k.Writes)/n, k.WCU/n, k.IndexWCU/n, float64(k.BytesWritten)/n, k.RCU/n)
+	}
+	fmt.Fprintf(&b, "  %-22s %8s %6.2f %6.2f %9.2f %7.0f %6.2f\n", "lifecycle table", "", float64(t.Writes)/n, t.WCU/n, t.IndexWCU/n, float64(t.BytesWritten)/n, t.RCU/n)
+	return b.String()
+}
+
+var (
+	memoryOnce sync.Once
+	memoryMB   map[string]float64
+	memoryErr  error
+)
+
+// benchMemory is the memory of each function as infra/stack deploys it.
+func benchMemory(tb testing.TB) map[string]float64 {
+	memoryOnce.Do(func() {
+		memoryMB, memoryErr = awscost.FunctionMemory(filepath.Join("..", "..", "infra", "stack", "functions.go"))
+	})
+	if memoryErr != nil {
+		tb.Fatal(memoryErr)
+	}
+	return memoryMB
 }
 
 // cpuTime is the process's user+system CPU time.

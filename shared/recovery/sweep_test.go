@@ -66,7 +66,11 @@ func failing(op string, body string, parts ...string) func(string, store.Item) b
 				return false
 			}
 		}
-		return body == "" || strings.Contains(string(it.Body), body)
+		if body == "" {
+			return true
+		}
+		js, err := actionflow.ActionJSON(it.Body) // an action's body may be stored compressed
+		return err == nil && strings.Contains(string(js), body)
 	}
 }
 

@@ -141,7 +141,7 @@ func (e *Engine) StartAction(ctx context.Context, a ids.ActionID, input []byte) 
 	if err != nil {
 		return err
 	}
-	m := machine{Name: a, Exec: in.ExecutionID, Status: Running, State: "Prepare", Seq: seq, version: 1}
+	m := machine{Name: a, Exec: in.ExecutionID, Status: Running, State: "Authorize", Seq: seq, version: 1}
 	err = e.Store.PutOnce(ctx, m.item())
 	if errors.Is(err, store.ErrConflict) {
 		return nil
@@ -348,9 +348,6 @@ func (e *Engine) step(ctx context.Context, name ids.ActionID) (bool, error) {
 		return true, e.save(ctx, &m, from)
 	}
 	switch m.State {
-	case "Prepare":
-		m.Result, m.Error = nil, nil
-		return goTo("Authorize")
 	case "Authorize", "Revalidate":
 		mode := "initial"
 		if m.State == "Revalidate" {
@@ -506,8 +503,7 @@ func (e *Engine) step(ctx context.Context, name ids.ActionID) (bool, error) {
 			m.State, m.Cause = "ProjectionFailed", caught.Error+": "+caught.Cause
 			return end(Failed)
 		}
-		m.State = "Done"
-		return end(Succeeded)
+		return end(Succeeded) // Project is the last state (End)
 	}
 	return false, fmt.Errorf("machine %s: unknown state %q", name, m.State)
 }
@@ -525,7 +521,6 @@ func executorState(out actionflow.AuthorizeOutput) string {
 // Graph is the engine's state graph: state -> every state it can go to.
 // Its test compares it with the ASL file.
 var Graph = map[string][]string{
-	"Prepare":          {"Authorize"},
 	"Authorize":        {"DispatchHost", "DispatchSync", "AwaitApproval", "AwaitAnswer", "RecordOutcome"},
 	"AwaitApproval":    {"Revalidate", "ExpireApproval", "RecordOutcome"},
 	"ExpireApproval":   {"RecordOutcome"},
@@ -535,8 +530,7 @@ var Graph = map[string][]string{
 	"AwaitAnswer":      {"DispatchSync", "ExpireQuestion", "RecordOutcome"},
 	"ExpireQuestion":   {"RecordOutcome"},
 	"RecordOutcome":    {"Project", "RuntimeFailure"},
-	"Project":          {"Done", "ProjectionFailed"},
-	"Done":             nil,
+	"Project":          {"ProjectionFailed"},
 	"RuntimeFailure":   nil,
 	"ProjectionFailed": nil,
 }

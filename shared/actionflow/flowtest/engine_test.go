@@ -86,13 +86,13 @@ func TestEngineRunsTheLifecycle(t *testing.T) {
 		state   string // final state
 		runHost bool
 	}{
-		{flowtest.ToolWrite, "", "succeeded", "Done", false},
-		{flowtest.ToolForbidden, "", "not_started", "Done", false},
-		{flowtest.ToolBlocked, "", "not_started", "Done", false},
-		{flowtest.ToolAsk, "approve", "succeeded", "Done", false},
-		{flowtest.ToolAsk, "decline", "not_started", "Done", false},
-		{flowtest.ToolHost, "", "succeeded", "Done", true},
-		{flowtest.ToolAskHost, "approve", "succeeded", "Done", true},
+		{flowtest.ToolWrite, "", "succeeded", "Project", false},
+		{flowtest.ToolForbidden, "", "not_started", "Project", false},
+		{flowtest.ToolBlocked, "", "not_started", "Project", false},
+		{flowtest.ToolAsk, "approve", "succeeded", "Project", false},
+		{flowtest.ToolAsk, "decline", "not_started", "Project", false},
+		{flowtest.ToolHost, "", "succeeded", "Project", true},
+		{flowtest.ToolAskHost, "approve", "succeeded", "Project", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tool+"_"+tc.decide, func(t *testing.T) {
