@@ -16,6 +16,7 @@ type stateMachine struct {
 	// executionsARN matches every execution of this machine (and only it):
 	// arn:<partition>:states:<region>:<account>:execution:<name>:*
 	executionsARN *string
+	logs          awslogs.LogGroup
 }
 
 // newStateMachine deploys the ASL file as it is: DefinitionString is the
@@ -95,5 +96,5 @@ func newStateMachine(st awscdk.Stack, cfg Config, def Definition, fns map[string
 		ResourceName: awscdk.Fn_Join(jsii.String(":"), &[]*string{sm.StateMachineName(), jsii.String("*")}),
 		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
 	})
-	return stateMachine{sm: sm, aliasARN: alias.AttrArn(), executionsARN: executions}
+	return stateMachine{sm: sm, aliasARN: alias.AttrArn(), executionsARN: executions, logs: logs}
 }
