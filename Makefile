@@ -93,6 +93,21 @@ $(REDOCLY_DIR)/installed.stamp:
 	test -x $(REDOCLY)
 	touch $@
 
+## ui-assets: the graph layout library of the Activity UI's console view (@dagrejs/dagre, pinned; the version is
+## httpapi.DagreVersion), installed once under .tools/; the API serves it at /ui/vendor/dagre.min.js. Not
+## committed: a build without it compiles and serves the view without its graph.
+DAGRE_VERSION := 3.1.3
+DAGRE_DIR := .tools/dagre-$(DAGRE_VERSION)
+.PHONY: ui-assets
+ui-assets: $(DAGRE_DIR)/installed.stamp
+$(DAGRE_DIR)/installed.stamp:
+	npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error --prefix $(@D) @dagrejs/dagre@$(DAGRE_VERSION)
+	test -f $(DAGRE_DIR)/node_modules/@dagrejs/dagre/dist/dagre.min.js
+	touch $@
+run: ui-assets
+unit: ui-assets
+unit: export LIFECYCLE_UI_DAGRE_REQUIRED = 1
+
 ## mcp-everything: the reference MCP server the downstream proxy test runs over stdio (npm, pinned,
 ## installed once under .tools/; `make unit` uses it and passes its path as LIFECYCLE_MCP_EVERYTHING)
 MCP_EVERYTHING_VERSION := 2026.8.31
