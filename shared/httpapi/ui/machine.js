@@ -286,7 +286,7 @@ function renderGraph(v) {
       const kind = n.type + (st.Resource && /waitForTaskToken$/.test(st.Resource) ? " · callback" : "") + (steps.length > 1 ? " · entered " + steps.length + "×" : "");
       children.push(svg("text", { class: "kind", x: n.x, y: n.y + 10, text: kind }));
     }
-    if (waiting) children.push(svg("text", { class: "waiting", x: n.x, y: y + n.height + 11, text: "⏳ waiting for a task token" }));
+    if (waiting) children.push(svg("text", { class: "waiting", x: n.x, y: y + n.height + 11, text: "waiting for a task token" }));
     else if (isCurrent) children.push(svg("text", { class: "waiting", x: n.x, y: y + n.height + 11, text: WAITING_TEXT[v.current.waiting] || "current" }));
     // Retry: a loop on the state's right side, one per state that has Retry
     // entries; drawn taken when this execution retried there.
