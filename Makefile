@@ -18,6 +18,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
 ## run: the whole embedded stack in one process (SQLite store, embedded Step Functions, API, UI, host worker)
 run: sandbox-check
+	@$(MAKE) --no-print-directory ui-assets || echo "WARNING: could not install the graph layout library; the console view lists the path without the graph"
 	$(GO) run ./cmd/lifecycle serve
 
 # sandbox-check: host tools run inside bubblewrap (issue 20); without it they are
@@ -104,7 +105,6 @@ $(DAGRE_DIR)/installed.stamp:
 	npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error --prefix $(@D) @dagrejs/dagre@$(DAGRE_VERSION)
 	test -f $(DAGRE_DIR)/node_modules/@dagrejs/dagre/dist/dagre.min.js
 	touch $@
-run: ui-assets
 unit: ui-assets
 unit: export LIFECYCLE_UI_DAGRE_REQUIRED = 1
 
