@@ -18,6 +18,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
 ## run: the whole embedded stack in one process (SQLite store, embedded Step Functions, API, UI, host worker)
 run: sandbox-check
+	@$(MAKE) --no-print-directory ui-assets || echo "WARNING: could not install the graph layout library; the console view lists the path without the graph"
 	$(GO) run ./cmd/lifecycle serve
 
 # sandbox-check: host tools run inside bubblewrap (issue 20); without it they are
@@ -92,6 +93,20 @@ $(REDOCLY_DIR)/installed.stamp:
 	npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error --prefix $(@D) @redocly/cli@$(REDOCLY_VERSION)
 	test -x $(REDOCLY)
 	touch $@
+
+## ui-assets: the graph layout library of the Activity UI's console view (@dagrejs/dagre, pinned; the version is
+## httpapi.DagreVersion), installed once under .tools/; the API serves it at /ui/vendor/dagre.min.js. Not
+## committed: a build without it compiles and serves the view without its graph.
+DAGRE_VERSION := 3.1.3
+DAGRE_DIR := .tools/dagre-$(DAGRE_VERSION)
+.PHONY: ui-assets
+ui-assets: $(DAGRE_DIR)/installed.stamp
+$(DAGRE_DIR)/installed.stamp:
+	npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error --prefix $(@D) @dagrejs/dagre@$(DAGRE_VERSION)
+	test -f $(DAGRE_DIR)/node_modules/@dagrejs/dagre/dist/dagre.min.js
+	touch $@
+unit: ui-assets
+unit: export LIFECYCLE_UI_DAGRE_REQUIRED = 1
 
 ## mcp-everything: the reference MCP server the downstream proxy test runs over stdio (npm, pinned,
 ## installed once under .tools/; `make unit` uses it and passes its path as LIFECYCLE_MCP_EVERYTHING)

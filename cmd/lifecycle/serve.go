@@ -218,7 +218,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	tools := httpapi.PermissionTools{Policies: live, Default: decider.DefaultPolicy(), Catalog: catalog}
 	api, err := httpapi.New(httpapi.Config{
 		Service: es.Service, Auth: issuer, Policies: policies, Control: ctl, Facts: ctl, Wake: es.Bus, Logger: log,
-		Tools: tools,
+		Tools: tools, Machines: es.SFNClient,
 	})
 	if err != nil {
 		es.Close(context.Background())

@@ -40,12 +40,20 @@ func main() {
 	for _, arn := range d.Env.ToolFunctionARNs {
 		catalog = append(catalog, permission.ToolSpec{Name: arn[strings.LastIndex(arn, ":")+1:]})
 	}
+	// Links to the AWS consoles: the region Lambda runs in, the log groups
+	// the stack names (LIFECYCLE_LOG_GROUPS, function=group,...).
+	groups, err := httpapi.ParseLogGroups(os.Getenv("LIFECYCLE_LOG_GROUPS"))
+	if err != nil {
+		slog.Error("configuration", "error", err)
+		os.Exit(1)
+	}
 	commands := httpapi.ControlService{Service: ctl}
 	tools := httpapi.PermissionTools{Policies: policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy},
 		Default: decider.DefaultPolicy(), Catalog: catalog}
 	h, err := handler(httpapi.Config{
 		Service: d.Service, Auth: auth.GatewayClaims{}, Policies: policies, Control: commands, Facts: commands, Tools: tools,
 		Logger: d.Logger, DisableStreaming: true, NoUI: true, MaxWait: 20 * time.Second,
+		Machines: d.SFN, AWSConsole: &httpapi.AWSConsole{Region: os.Getenv("AWS_REGION"), LogGroups: groups},
 	})
 	if err != nil {
 		slog.Error("wiring", "error", err)

@@ -27,6 +27,7 @@ type Route struct {
 var Routes = []Route{
 	{Method: "POST", Path: "/v1/sessions/{session_id}/actions"},
 	{Method: "GET", Path: "/v1/actions/{action_id}"},
+	{Method: "GET", Path: "/v1/actions/{action_id}/machine"},
 	{Method: "POST", Path: "/v1/actions/{action_id}/reconciliation"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/approvals"},
 	{Method: "POST", Path: "/v1/approvals/{approval_id}"},

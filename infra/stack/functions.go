@@ -44,6 +44,10 @@ const (
 	EnvReviewer               = "LIFECYCLE_REVIEWER"
 	EnvBedrockModelID         = "LIFECYCLE_BEDROCK_MODEL_ID"
 	EnvToolFunctionARNs       = "LIFECYCLE_TOOL_FUNCTION_ARNS"
+	// EnvLogGroups (api function): "function=log-group-name,...", every
+	// function's log group and the state machine's ("states"), for the
+	// links of an action to the CloudWatch console.
+	EnvLogGroups = "LIFECYCLE_LOG_GROUPS"
 )
 
 // functionSpec is the sizing of one function. Each number carries its reason.
@@ -126,6 +130,7 @@ type lambdaFunction struct {
 	// `live` alias pointing at it.
 	version awslambda.IVersion
 	alias   awslambda.Alias
+	logs    awslogs.LogGroup
 }
 
 // publishVersion publishes the function's current code and configuration
@@ -189,7 +194,7 @@ func newFunction(scope constructs.Construct, cfg Config, spec functionSpec, env 
 		extra(props)
 	}
 	fn := awslambda.NewFunction(scope, jsii.String(id+"Function"), props)
-	return lambdaFunction{fn: fn, role: role}
+	return lambdaFunction{fn: fn, role: role, logs: logs}
 }
 
 func architecture(name string) awslambda.Architecture {

@@ -149,9 +149,20 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	grantTable(fns[FnAPI].role, table)
 	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
 	fns[FnAPI].role.AddToPrincipalPolicy(statement(
-		[]string{"states:DescribeExecution", "states:GetExecutionHistory", "states:StopExecution"}, machine.executionsARN))
+		[]string{"states:DescribeExecution", "states:GetExecutionHistory", "states:StopExecution",
+			// GET /v1/actions/{id}/machine: the definition an execution runs.
+			"states:DescribeStateMachineForExecution"}, machine.executionsARN))
 	fns[FnAPI].role.AddToPrincipalPolicy(statement(sendTaskActions, jsii.String("*")))
 	grantObjects(fns[FnAPI].role, bucket, "s3:GetObject")
+
+	// An action's links name the log groups of the functions it passed
+	// through and of the state machine (the api's own is known only now).
+	var groups []*string
+	for _, name := range []string{FnAuthorize, FnApproval, FnDispatch, FnRecord, FnProject, FnAPI} {
+		groups = append(groups, awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String(name + "="), fns[name].logs.LogGroupName()}))
+	}
+	groups = append(groups, awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("states="), machine.logs.LogGroupName()}))
+	fns[FnAPI].fn.AddEnvironment(jsii.String(EnvLogGroups), awscdk.Fn_Join(jsii.String(","), &groups), nil)
 
 	fns[FnRecover] = newFunction(st, cfg, functionSpecs[FnRecover], env(map[string]string{
 		EnvStateMachineARN:        *machine.sm.StateMachineArn(),

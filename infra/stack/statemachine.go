@@ -19,6 +19,7 @@ type stateMachine struct {
 	// executionsARN matches every execution of this machine (and only it):
 	// arn:<partition>:states:<region>:<account>:execution:<name>:*
 	executionsARN *string
+	logs          awslogs.LogGroup
 }
 
 // newStateMachine deploys the ASL file as it is: DefinitionString is the
@@ -100,6 +101,6 @@ func newStateMachine(st awscdk.Stack, cfg Config, def Definition, fns map[string
 		ResourceName: awscdk.Fn_Join(jsii.String(":"), &[]*string{sm.StateMachineName(), jsii.String("*")}),
 		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
 	})
-	return stateMachine{sm: sm, aliasARN: alias.AttrArn(), versionARN: version.AttrArn(), executionsARN: executions,
+	return stateMachine{sm: sm, aliasARN: alias.AttrArn(), versionARN: version.AttrArn(), executionsARN: executions, logs: logs,
 		qualifiedARN: awscdk.Fn_Join(jsii.String(""), &[]*string{sm.StateMachineArn(), jsii.String(":*")})}
 }

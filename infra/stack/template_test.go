@@ -87,7 +87,7 @@ var functionWants = map[string]functionWant{
 	stack.FnRecord:    {timeout: 30, memory: 256, reserved: 20},
 	stack.FnProject:   {timeout: 30, memory: 256, reserved: 20},
 	stack.FnAPI: {timeout: 29, memory: 256, reserved: 40,
-		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN, stack.EnvJWTIssuer, stack.EnvJWTAudience}},
+		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN, stack.EnvJWTIssuer, stack.EnvJWTAudience, stack.EnvLogGroups}},
 	stack.FnRecover: {timeout: 55, memory: 256, reserved: 2,
 		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN}},
 }
@@ -166,6 +166,7 @@ func TestFunctions(t *testing.T) {
 					stack.EnvReviewer:               s.cfg.Reviewer,
 					stack.EnvBedrockModelID:         s.cfg.BedrockModelID,
 					stack.EnvToolFunctionARNs:       strings.Join(s.cfg.ToolFunctionARNs, ","),
+					stack.EnvLogGroups:              logGroups(t, s),
 				}
 				for k, v := range vars {
 					if got := render(v); got != wantValues[k] {
@@ -270,6 +271,23 @@ func TestFunctionLogGroups(t *testing.T) {
 			}
 		}
 	})
+}
+
+// logGroups is the api function's LIFECYCLE_LOG_GROUPS as the template
+// must render it: each function the lifecycle runs, then the state
+// machine, each with the log group it really logs to.
+func logGroups(t *testing.T, s *synthesized) string {
+	t.Helper()
+	var parts []string
+	for _, name := range []string{stack.FnAuthorize, stack.FnApproval, stack.FnDispatch, stack.FnRecord, stack.FnProject, stack.FnAPI} {
+		_, fn := s.function(t, name)
+		parts = append(parts, name+"="+render(fn["LoggingConfig"].(map[string]any)["LogGroup"]))
+	}
+	_, sm := s.only(t, "AWS::StepFunctions::StateMachine")
+	dest := sm["LoggingConfiguration"].(map[string]any)["Destinations"].([]any)[0].(map[string]any)
+	arn := render(dest["CloudWatchLogsLogGroup"].(map[string]any)["LogGroupArn"])
+	parts = append(parts, "states="+strings.TrimSuffix(arn, ".Arn}")+"}")
+	return strings.Join(parts, ",")
 }
 
 func TestNoManagedPolicies(t *testing.T) {
@@ -438,8 +456,8 @@ func TestHTTPAPI(t *testing.T) {
 				t.Errorf("route %s missing", key)
 			}
 		}
-		if n := len(want); n != 36 {
-			t.Errorf("route table has %d routes, want 36 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
+		if n := len(want); n != 37 {
+			t.Errorf("route table has %d routes, want 37 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
 		}
 		var public []string
 		for _, r := range stack.Routes {

@@ -110,6 +110,7 @@ func (h *api) view(ctx context.Context, a actionflow.Action) (ActionView, error)
 		return ActionView{}, err
 	}
 	v := actionView(a, apPtr, rcPtr)
+	v.Links = h.links(a.ActionID)
 	if a.States.Reconciled {
 		rec, err := h.svc.GetReconciliation(ctx, a.ActionID)
 		if err != nil {

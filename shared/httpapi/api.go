@@ -12,6 +12,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/activity"
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/machineview"
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/process"
@@ -145,6 +146,16 @@ type Config struct {
 	UI fs.FS
 	// NoUI leaves / and /ui/ unrouted (the Lambda API serves no UI).
 	NoUI bool
+	// Machines reads an action's state machine execution (sfnclient.Client).
+	// nil: GET /v1/actions/{action_id}/machine answers 501 and actions
+	// carry no links.
+	Machines machineview.Reader
+	// AWSConsole adds links to the AWS consoles to actions (in AWS).
+	AWSConsole *AWSConsole
+	// Dagre is the path of the graph layout library the UI's console view
+	// loads (dagre.min.js; default: FindDagre). Empty after the default:
+	// the view lists the path without drawing the graph.
+	Dagre string
 }
 
 type api struct {
@@ -194,6 +205,9 @@ func New(cfg Config) (http.Handler, error) {
 			return nil, err
 		}
 		cfg.UI = sub
+	}
+	if cfg.Dagre == "" && !cfg.NoUI {
+		cfg.Dagre = FindDagre()
 	}
 	h := &api{cfg: cfg, svc: cfg.Service, models: modelreq.ForFlow(cfg.Service), procs: process.ForFlow(cfg.Service), log: cfg.Logger, mux: http.NewServeMux()}
 	h.routes()

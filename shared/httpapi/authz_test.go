@@ -75,6 +75,7 @@ func attempts(v victim) []attempt {
 		{route: "POST /v1/sessions/{session_id}/actions", req: req{method: "POST", path: "/v1/sessions/ses_1/actions",
 			body: submitBody("noop", `{}`, "c9"), header: map[string]string{"Idempotency-Key": "attack"}}},
 		{route: "GET /v1/actions/{action_id}", req: req{method: "GET", path: "/v1/actions/" + string(v.action.ActionID)}},
+		{route: "GET /v1/actions/{action_id}/machine", req: req{method: "GET", path: "/v1/actions/" + string(v.action.ActionID) + "/machine"}},
 		{route: "GET /v1/sessions/{session_id}/approvals", req: req{method: "GET", path: "/v1/sessions/ses_1/approvals"}},
 		{route: "POST /v1/approvals/{approval_id}", humanOnly: true, req: req{method: "POST", path: "/v1/approvals/" + string(v.approval.ApprovalID),
 			body: httpapi.DecisionBody{Decision: "approve", Digest: v.approval.ArgsDigest}, header: map[string]string{auth.OriginHeader: "ui"}}},
@@ -275,6 +276,7 @@ func TestIDsCannotBeProbed(t *testing.T) {
 	}
 	probes := []probe{
 		{"GET /v1/actions/{action_id}", false, func(id string) req { return req{method: "GET", path: "/v1/actions/" + id} }, string(v.action.ActionID), fakeAction},
+		{"GET /v1/actions/{action_id}/machine", false, func(id string) req { return req{method: "GET", path: "/v1/actions/" + id + "/machine"} }, string(v.action.ActionID), fakeAction},
 		{"POST /v1/approvals/{approval_id}", true, func(id string) req {
 			return req{method: "POST", path: "/v1/approvals/" + id, body: httpapi.DecisionBody{Decision: "approve", Digest: v.approval.ArgsDigest}}
 		}, string(v.approval.ApprovalID), fakeApproval},

@@ -24,6 +24,18 @@
 // JSON and trailing data are 400 naming the field) and fully validated
 // before anything is written.
 //
+// GET /v1/actions/{action_id}/machine reads the action's state machine
+// execution through Config.Machines (sfnclient.Client: the embedded engine
+// locally, Step Functions in AWS) and answers what a console shows: the
+// definition, the status, the path taken and the current state (package
+// machineview, from the whole history) and one page of the history, with
+// every task token replaced. An action's representation carries links:
+// the UI's console view (ui/machine.html, when the UI is served), that
+// route, and with Config.AWSConsole the Step Functions console page of the
+// execution and the CloudWatch log groups. The view draws its graph with
+// dagre, which is not committed: `make ui-assets` installs it under .tools/
+// and the API serves that file (FindDagre) at /ui/vendor/dagre.min.js.
+//
 // Long polls (?wait=SECONDS, at most MaxWait, default 30 s) wake early on
 // the lifecycle's in-process notifications and otherwise re-read the store
 // every PollInterval, so they also work in Lambda where no bus is shared.

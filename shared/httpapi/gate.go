@@ -42,6 +42,7 @@ func (h *api) table() []route {
 	return []route{
 		{"POST /v1/sessions/{session_id}/actions", auth.CapSubmit, pathSession, h.submit},
 		{"GET /v1/actions/{action_id}", auth.CapRead, h.actionScope, h.getAction},
+		{"GET /v1/actions/{action_id}/machine", auth.CapRead, h.actionScope, h.machine},
 		{"POST /v1/actions/{action_id}/reconciliation", auth.CapDecide, h.actionScope, h.reconcile},
 		{"GET /v1/sessions/{session_id}/approvals", auth.CapRead, pathSession, h.listApprovals},
 		{"POST /v1/approvals/{approval_id}", auth.CapDecide, h.approvalScope, h.decide},

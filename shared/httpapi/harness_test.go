@@ -208,7 +208,7 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 		t.Fatal(err)
 	}
 	ctl := httpapi.ControlService{Service: es.Control}
-	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: ctl, Facts: ctl, Tools: fakeTools{}, Wake: es.Bus,
+	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: ctl, Facts: ctl, Tools: fakeTools{}, Wake: es.Bus, Machines: es.SFNClient,
 		PollInterval: 50 * time.Millisecond, Heartbeat: 200 * time.Millisecond, MaxWait: 5 * time.Second, MaxBodyBytes: 16 << 10}
 	for _, o := range opts {
 		o(&cfg)

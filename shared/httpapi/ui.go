@@ -20,6 +20,7 @@ func (h *api) uiRoutes() {
 		hd.Set("Referrer-Policy", "no-referrer")
 		files.ServeHTTP(w, r)
 	}))
+	h.mux.HandleFunc("GET /ui/vendor/dagre.min.js", h.serveDagre)
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/", http.StatusFound)
 	})

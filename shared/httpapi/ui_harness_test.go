@@ -116,7 +116,7 @@ func newUIStackEngine(t *testing.T, engine func(*embedded.Config), opts ...func(
 	s := &uiStack{ctl: es.Control, unknown: unknown, dropped: make(chan int, 1), held: make(chan int, 1)}
 	issuer := newIssuer(t)
 	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: httpapi.ControlService{Service: es.Control}, Facts: s,
-		Wake: es.Bus, PollInterval: 50 * time.Millisecond, Heartbeat: time.Second, MaxWait: 5 * time.Second}
+		Wake: es.Bus, PollInterval: 50 * time.Millisecond, Heartbeat: time.Second, MaxWait: 5 * time.Second, Machines: es.SFNClient}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -36,6 +36,8 @@ type ActionView struct {
 	Reconciliation *actionflow.Reconciliation `json:"reconciliation,omitempty"`
 	CreatedAt      time.Time                  `json:"created_at"`
 	UpdatedAt      time.Time                  `json:"updated_at"`
+	// Links: where its state machine execution can be looked at.
+	Links *ActionLinks `json:"links,omitempty"`
 }
 
 func actionView(a actionflow.Action, ap *actionflow.Approval, rc *actionflow.Receipt) ActionView {

@@ -28,7 +28,9 @@
 //     questions.js), each naming its execution; an action row in the
 //     details says its question is waiting, then shows its receipt;
 //   - a composer whose draft and focus new cards never disturb; it sends
-//     Steer instructions to the selected execution.
+//     Steer instructions to the selected execution;
+//   - from every action, a link to the console view of its state machine
+//     execution (machine.html).
 //
 // Live updates come from the session's event stream (events.js); every
 // relevant event re-reads Activity and approvals (debounced).
@@ -568,7 +570,9 @@ function actionItem(s, e, v, a) {
       h("code", { class: "tool", text: a.tool }),
       h("span", { class: "action-label label-" + a.label.toLowerCase().replace(/[^a-z]+/g, "-"), text: a.label }),
       a.reason ? h("span", { class: "muted reason", text: "reason: " + a.reason }) : null,
-      a.sandbox ? h("span", { class: "muted sandbox", "data-sandbox": a.sandbox, text: "sandbox: " + a.sandbox }) : null),
+      a.sandbox ? h("span", { class: "muted sandbox", "data-sandbox": a.sandbox, text: "sandbox: " + a.sandbox }) : null,
+      // The console view of its state machine execution (machine.js).
+      h("a", { class: "machine-link", href: "machine.html#action=" + enc(a.action_id), text: "State machine" })),
     h("div", { class: "badges", role: "group", "aria-label": "States of " + a.tool },
       badge("permission", st.permission || "undecided"),
       badge("outcome", st.outcome || "open"),
