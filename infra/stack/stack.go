@@ -81,7 +81,12 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 
 	fns := map[string]lambdaFunction{}
 
-	authorizeEnv := map[string]string{EnvReviewer: cfg.Reviewer}
+	// The tool Lambdas are routed (an executor exists for them) wherever a
+	// permission is decided or the tool catalog is listed, not only where
+	// they are invoked: authorize without them denies every tool Lambda
+	// (no_executor), and the api lists none. Only dispatch may invoke them.
+	tools := strings.Join(cfg.ToolFunctionARNs, ",")
+	authorizeEnv := map[string]string{EnvReviewer: cfg.Reviewer, EnvToolFunctionARNs: tools}
 	if cfg.Reviewer == ReviewerBedrock {
 		authorizeEnv[EnvBedrockModelID] = cfg.BedrockModelID
 	}
@@ -102,7 +107,7 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	grantTable(fns[FnApproval].role, table)
 
 	fns[FnDispatch] = newFunction(st, cfg, functionSpecs[FnDispatch],
-		env(map[string]string{EnvToolFunctionARNs: strings.Join(cfg.ToolFunctionARNs, ",")}), nil)
+		env(map[string]string{EnvToolFunctionARNs: tools}), nil)
 	grantTable(fns[FnDispatch].role, table)
 	grantObjects(fns[FnDispatch].role, bucket, "s3:PutObject")
 	// A DispatchHost wait published again over a started task (its worker
@@ -128,9 +133,10 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	machine := newStateMachine(st, cfg, def, fns)
 
 	fns[FnAPI] = newFunction(st, cfg, functionSpecs[FnAPI], env(map[string]string{
-		EnvStateMachineARN: *machine.sm.StateMachineArn(),
-		EnvJWTIssuer:       *issuer,
-		EnvJWTAudience:     *audience,
+		EnvStateMachineARN:  *machine.sm.StateMachineArn(),
+		EnvJWTIssuer:        *issuer,
+		EnvJWTAudience:      *audience,
+		EnvToolFunctionARNs: tools,
 	}), nil)
 	grantTable(fns[FnAPI].role, table)
 	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.aliasARN))
