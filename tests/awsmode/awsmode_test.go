@@ -344,6 +344,26 @@ func TestAWSMode(t *testing.T) {
 			t.Fatalf("%d dispatch crashes answered, want 1", n)
 		}
 	})
+	// localstack/smoke.sh is the LocalStack kit's check; its HTTP half runs
+	// here against the same API, so the kit cannot drift from the API
+	// without a failure on a machine without Docker.
+	t.Run("the LocalStack smoke script against this API", func(t *testing.T) {
+		for _, tool := range []string{"bash", "curl", "jq"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Skipf("%s is not installed", tool)
+			}
+		}
+		smoke := "ses_smoke"
+		cmd := exec.Command("bash", filepath.Join(s.root, "localstack", "smoke.sh"))
+		cmd.Env = append(os.Environ(), "LIFECYCLE_API_URL="+s.gwURL,
+			"LIFECYCLE_AGENT_TOKEN="+s.gw.token("smoke-agent", "agent", smoke), "LIFECYCLE_HUMAN_TOKEN="+s.gw.token("smoke-human", "human", smoke),
+			`LIFECYCLE_E2E_POLICY={"version":"smoke.1","mode":"default","ask":["noop"]}`, "LIFECYCLE_E2E_TIMEOUT=90",
+			"LIFECYCLE_LOCALSTACK_STATE="+filepath.Join(s.dir, "localstack-state"))
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "smoke: ok") {
+			t.Fatalf("localstack/smoke.sh: %v\n%s", err, out)
+		}
+	})
 	t.Logf("AWS mode: %s in all", time.Since(start).Round(time.Millisecond))
 }
 

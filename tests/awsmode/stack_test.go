@@ -105,6 +105,7 @@ func functionEnv(name, table, stateMachineARN string) map[string]string {
 // stand-in in front of the api function.
 type stack struct {
 	t         *testing.T
+	root      string
 	dir       string
 	bins      string
 	toolDir   string
@@ -218,7 +219,7 @@ func newStack(t *testing.T) *stack {
 	}
 	root := harness.RepoRoot(t)
 	rie := rieBinary(t, root)
-	s := &stack{t: t, dir: t.TempDir()}
+	s := &stack{t: t, root: root, dir: t.TempDir()}
 	s.bins = binDir(t)
 	s.toolDir = filepath.Join(s.dir, "tool")
 	logs := filepath.Join(s.dir, "logs")
