@@ -2,6 +2,7 @@ package awsmode_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,10 +167,12 @@ func rieBinary(t *testing.T, root string) string {
 
 // binDir is where the binaries are built: a directory kept across runs
 // (the user's cache directory), so that go build relinks only what
-// changed; a fresh temporary directory when there is no cache directory.
-func binDir(t *testing.T) string {
+// changed; one per checkout, so that two checkouts never run each other's
+// binaries; a fresh temporary directory when there is no cache directory.
+func binDir(t *testing.T, root string) string {
 	if c, err := os.UserCacheDir(); err == nil {
-		d := filepath.Join(c, "openprogram-lifecycle", "awsmode-bin-linux-"+runtime.GOARCH)
+		sum := sha256.Sum256([]byte(root))
+		d := filepath.Join(c, "openprogram-lifecycle", fmt.Sprintf("awsmode-bin-%x-linux-%s", sum[:6], runtime.GOARCH))
 		if err := os.MkdirAll(d, 0o755); err == nil {
 			return d
 		}
@@ -184,7 +187,10 @@ func build(root, out string) error {
 	for name := range specs {
 		pkgs = append(pkgs, "./functions/"+name)
 	}
-	args := append([]string{"build", "-tags", "lambda.norpc", "-o", out + string(filepath.Separator)}, pkgs...)
+	// As scripts/build-functions.sh builds them, but for this host and
+	// without -trimpath (which would compile everything again instead of
+	// reusing the test build's cache).
+	args := append([]string{"build", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", out + string(filepath.Separator)}, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
@@ -220,7 +226,7 @@ func newStack(t *testing.T) *stack {
 	root := harness.RepoRoot(t)
 	rie := rieBinary(t, root)
 	s := &stack{t: t, root: root, dir: t.TempDir()}
-	s.bins = binDir(t)
+	s.bins = binDir(t, root)
 	s.toolDir = filepath.Join(s.dir, "tool")
 	logs := filepath.Join(s.dir, "logs")
 	for _, d := range []string{s.toolDir, logs} {
