@@ -311,39 +311,56 @@ func TestAWSMode(t *testing.T) {
 			lifecycle.States{Permission: lifecycle.PermissionAllow, Outcome: lifecycle.OutcomeSucceeded, Delivery: lifecycle.DeliveryProjected, Started: true})
 	})
 
-	t.Run("dispatch crashes while the tool runs", func(t *testing.T) {
-		a := agent.submit(toolName, `{"block":true}`)
-		started := filepath.Join(s.toolDir, "started-"+string(a.ActionID))
-		poll(t, actionTimeout, "the tool function to start", func() (bool, string) {
-			_, err := os.Stat(started)
-			return err == nil, "not started"
+	// A crash mid-dispatch, two ways: the whole environment dies (the
+	// emulator and the function; the front door answers for Lambda), or
+	// the function process dies and the emulator answers. Either way the
+	// action ends unknown and the tool never runs again.
+	crashes := []struct {
+		name string
+		kill func(*function) int
+		// environmentLost: the front door saw the environment die.
+		environmentLost bool
+	}{
+		{"dispatch environment killed while the tool runs", (*function).killBusy, true},
+		{"dispatch function process killed while the tool runs", (*function).killBusyFunction, false},
+	}
+	for _, tc := range crashes {
+		t.Run(tc.name, func(t *testing.T) {
+			dispatch := s.lambda.function("dispatch")
+			lost := dispatch.crashes.Load()
+			a := agent.submit(toolName, `{"block":true}`)
+			started := filepath.Join(s.toolDir, "started-"+string(a.ActionID))
+			poll(t, actionTimeout, "the tool function to start", func() (bool, string) {
+				_, err := os.Stat(started)
+				return err == nil, "not started"
+			})
+			if n := tc.kill(dispatch); n != 1 {
+				t.Fatalf("killed %d, want the 1 dispatch process running the call", n)
+			}
+			v := agent.waitAction(a.ActionID, "ends", terminal)
+			s.wantStates(t, v, lifecycle.States{Permission: lifecycle.PermissionAllow, Outcome: lifecycle.OutcomeUnknown, Delivery: lifecycle.DeliveryProjected, Started: true})
+			// The tool finishes on its own; nothing runs it again, not even
+			// a sweep after it.
+			if err := os.WriteFile(filepath.Join(s.toolDir, "release-"+string(a.ActionID)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c := s.invokeRecover("schedule", map[string]any{"version": "0", "id": ids.New("evt"), "detail-type": "Scheduled Event",
+				"source": "aws.events", "account": account, "time": time.Now().UTC().Format(time.RFC3339), "region": region,
+				"resources": []string{}, "detail": map[string]any{}}); c.err != nil {
+				t.Fatalf("scheduled recover: %v", c.err)
+			}
+			v = agent.waitAction(a.ActionID, "ends", terminal)
+			if v.States.Outcome != lifecycle.OutcomeUnknown || v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeUnknown {
+				t.Fatalf("after the sweep: %+v receipt %+v", v.States, v.Receipt)
+			}
+			if n := s.toolInvocations(string(a.ActionID)); n != 1 {
+				t.Fatalf("the tool function ran %d times, want exactly 1 (never re-run)", n)
+			}
+			if got := dispatch.crashes.Load() - lost; got != map[bool]int64{true: 1, false: 0}[tc.environmentLost] {
+				t.Fatalf("%d environments lost, want environment lost = %v", got, tc.environmentLost)
+			}
 		})
-		if n := s.lambda.function("dispatch").killBusy(); n != 1 {
-			t.Fatalf("killed %d dispatch environments, want the 1 running the call", n)
-		}
-		v := agent.waitAction(a.ActionID, "ends", terminal)
-		s.wantStates(t, v, lifecycle.States{Permission: lifecycle.PermissionAllow, Outcome: lifecycle.OutcomeUnknown, Delivery: lifecycle.DeliveryProjected, Started: true})
-		// The tool finishes on its own; nothing runs it again, not even a
-		// sweep after it.
-		if err := os.WriteFile(filepath.Join(s.toolDir, "release-"+string(a.ActionID)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if c := s.invokeRecover("schedule", map[string]any{"version": "0", "id": ids.New("evt"), "detail-type": "Scheduled Event",
-			"source": "aws.events", "account": account, "time": time.Now().UTC().Format(time.RFC3339), "region": region,
-			"resources": []string{}, "detail": map[string]any{}}); c.err != nil {
-			t.Fatalf("scheduled recover: %v", c.err)
-		}
-		v = agent.waitAction(a.ActionID, "ends", terminal)
-		if v.States.Outcome != lifecycle.OutcomeUnknown || v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeUnknown {
-			t.Fatalf("after the sweep: %+v receipt %+v", v.States, v.Receipt)
-		}
-		if n := s.toolInvocations(string(a.ActionID)); n != 1 {
-			t.Fatalf("the tool function ran %d times, want exactly 1 (never re-run)", n)
-		}
-		if n := s.lambda.function("dispatch").crashes.Load(); n != 1 {
-			t.Fatalf("%d dispatch crashes answered, want 1", n)
-		}
-	})
+	}
 	// localstack/smoke.sh is the LocalStack kit's check; its HTTP half runs
 	// here against the same API, so the kit cannot drift from the API
 	// without a failure on a machine without Docker.

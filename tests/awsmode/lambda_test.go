@@ -271,6 +271,34 @@ func (f *function) killBusy() int {
 	return len(victims)
 }
 
+// killBusyFunction kills the function processes (the emulator's children)
+// of the environments running an invocation now, leaving the emulators up:
+// they answer the invocation with Runtime.ExitError and start the function
+// again on the next one, as Lambda does. It reports how many it killed.
+func (f *function) killBusyFunction() int {
+	f.mu.Lock()
+	var victims []*sandbox
+	for sb := range f.busy {
+		victims = append(victims, sb)
+	}
+	f.mu.Unlock()
+	n := 0
+	for _, sb := range victims {
+		pid := sb.cmd.Process.Pid
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if err != nil {
+			continue
+		}
+		for _, c := range strings.Fields(string(b)) {
+			var child int
+			if _, err := fmt.Sscan(c, &child); err == nil && syscall.Kill(child, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // ServeHTTP is the Invoke API (RequestResponse only: nothing here invokes
 // asynchronously).
 func (s *lambdaService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -330,14 +358,17 @@ func (s *lambdaService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Amz-Function-Error", "Unhandled")
 		json.NewEncoder(w).Encode(map[string]string{"errorType": "Runtime.ExitError",
 			"errorMessage": fmt.Sprintf("Error: Runtime exited with error: signal: killed (%v)", err)})
+	case isErrorPayload(out):
+		// A function error, or (status 502) the emulator's own
+		// Runtime.ExitError for a function process that died: Lambda
+		// answers both with 200 and the header.
+		w.Header().Set("X-Amz-Function-Error", "Unhandled")
+		w.Write(out)
 	case status != http.StatusOK:
 		lambdaAPIError(w, http.StatusBadGateway, "ServiceException", fmt.Sprintf("the emulator answered %d: %s", status, out))
 	case bytes.HasPrefix(out, []byte("Task timed out after")):
 		w.Header().Set("X-Amz-Function-Error", "Unhandled")
 		json.NewEncoder(w).Encode(map[string]string{"errorMessage": string(out)})
-	case isErrorPayload(out):
-		w.Header().Set("X-Amz-Function-Error", "Unhandled")
-		w.Write(out)
 	default:
 		w.Write(out)
 	}
