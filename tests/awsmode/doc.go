@@ -19,6 +19,17 @@
 //     with the claims of a verified JWT, as the JWT authorizer passes them.
 //   - `lifecycle host` (the real CLI) completes host tools against it.
 //
+// Through them (TestAWSMode): the gateway's refusals, allow (noop, and a
+// tool Lambda whose large result goes to S3), deny, ask → approve (a host
+// Write run by `lifecycle host`) and ask → decline; recover invoked with a
+// Step Functions status-change event (the engine's, filtered as the CDK
+// rule filters) and with a scheduled event (after a Step Functions outage
+// left an action unstarted); dispatch crashing while its tool runs, its
+// whole environment or only its function process killed: unknown, the tool
+// never run again; and the HTTP half of localstack/smoke.sh. Each action's
+// states, receipt and projection event (read back from the queue) are
+// checked as the embedded end-to-end tests check them.
+//
 // The test needs the emulator (`make test-aws` go-installs it under .tools/
 // and sets LIFECYCLE_AWS_RIE) and moto (python3 -m moto.server); without
 // them it skips, and with LIFECYCLE_AWS_MODE_REQUIRED=1 (make test) it

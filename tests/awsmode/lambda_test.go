@@ -32,9 +32,11 @@ import (
 // Two things the emulator does not do, which this front door adds as
 // Lambda does them: a failed invocation is answered with the
 // X-Amz-Function-Error: Unhandled header (the emulator returns the error
-// payload with a plain 200), and an environment that dies during an
-// invocation (its process killed) is answered with a Runtime.ExitError
-// function error and replaced by a fresh one on the next invocation.
+// payload with a plain 200, or with 502 for its own Runtime.ExitError when
+// the function process died), and an environment that dies whole during an
+// invocation (the emulator killed too) is answered with the same
+// Runtime.ExitError function error and replaced by a fresh one on the next
+// invocation.
 type lambdaService struct {
 	rie     string
 	logDir  string
