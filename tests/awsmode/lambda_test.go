@@ -286,12 +286,16 @@ func (f *function) killBusyFunction() int {
 	f.mu.Unlock()
 	n := 0
 	for _, sb := range victims {
-		pid := sb.cmd.Process.Pid
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-		if err != nil {
-			continue
+		// The emulator is a Go program: any of its threads may have started
+		// the function, so every thread's children are read.
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", sb.cmd.Process.Pid))
+		var children []string
+		for _, p := range tasks {
+			if b, err := os.ReadFile(p); err == nil {
+				children = append(children, strings.Fields(string(b))...)
+			}
 		}
-		for _, c := range strings.Fields(string(b)) {
+		for _, c := range children {
 			var child int
 			if _, err := fmt.Sscan(c, &child); err == nil && syscall.Kill(child, syscall.SIGKILL) == nil {
 				n++

@@ -73,30 +73,46 @@ var specs = map[string]spec{
 	"recover":   {55 * time.Second, 256, 2},
 }
 
-// functionEnv is what the CDK stack (infra/stack/stack.go) sets on each
-// function: the common variables on all of them, and each one's extras.
-func functionEnv(name, table, stateMachineARN string) map[string]string {
-	env := map[string]string{
-		"LIFECYCLE_TABLE":       table,
-		"LIFECYCLE_BLOB_BUCKET": bucket,
-		"LIFECYCLE_EVENT_BUS":   bus,
-		"LIFECYCLE_LOG_LEVEL":   "info",
+// functionEnv is what the CDK stack (infra/stack/stack.go) sets on one
+// function: the names in testdata/function-env.json (infra/stack's
+// TestAWSModeEnvironmentIsTheStacks holds them equal to the synthesized
+// template's), with this machine's values.
+func functionEnv(name, table, stateMachineARN string) (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join("testdata", "function-env.json"))
+	if err != nil {
+		return nil, err
 	}
-	switch name {
-	case "authorize":
-		env["LIFECYCLE_REVIEWER"] = "builtin"
-		env["LIFECYCLE_TOOL_FUNCTION_ARNS"] = functionARN(toolName)
-	case "dispatch":
-		env["LIFECYCLE_TOOL_FUNCTION_ARNS"] = functionARN(toolName)
-	case "api":
-		env["LIFECYCLE_STATE_MACHINE_ARN"] = stateMachineARN
-		env["LIFECYCLE_JWT_ISSUER"] = issuer
-		env["LIFECYCLE_JWT_AUDIENCE"] = audience
-		env["LIFECYCLE_TOOL_FUNCTION_ARNS"] = functionARN(toolName)
-	case "recover":
-		env["LIFECYCLE_STATE_MACHINE_ARN"] = stateMachineARN
+	var file struct {
+		Common    []string            `json:"common"`
+		Functions map[string][]string `json:"functions"`
 	}
-	return env
+	if err := json.Unmarshal(b, &file); err != nil {
+		return nil, fmt.Errorf("testdata/function-env.json: %w", err)
+	}
+	extra, ok := file.Functions[name]
+	if !ok {
+		return nil, fmt.Errorf("testdata/function-env.json has no entry for %s", name)
+	}
+	values := map[string]string{
+		"LIFECYCLE_TABLE":              table,
+		"LIFECYCLE_BLOB_BUCKET":        bucket,
+		"LIFECYCLE_EVENT_BUS":          bus,
+		"LIFECYCLE_LOG_LEVEL":          "info",
+		"LIFECYCLE_REVIEWER":           "builtin",
+		"LIFECYCLE_TOOL_FUNCTION_ARNS": functionARN(toolName),
+		"LIFECYCLE_STATE_MACHINE_ARN":  stateMachineARN,
+		"LIFECYCLE_JWT_ISSUER":         issuer,
+		"LIFECYCLE_JWT_AUDIENCE":       audience,
+	}
+	env := map[string]string{}
+	for _, k := range append(file.Common, extra...) {
+		v, ok := values[k]
+		if !ok {
+			return nil, fmt.Errorf("the stack sets %s on %s, which this test has no value for", k, name)
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 // stack is the lifecycle in AWS mode on this machine: the function
@@ -343,7 +359,10 @@ func newStack(t *testing.T) *stack {
 		"AWS_ENDPOINT_URL_LAMBDA":      s.lambdaURL,
 	}
 	for name, sp := range specs {
-		env := functionEnv(name, s.table, eng.StateMachineArn())
+		env, err := functionEnv(name, s.table, eng.StateMachineArn())
+		if err != nil {
+			t.Fatal(err)
+		}
 		for k, v := range endpoints {
 			env[k] = v
 		}
