@@ -157,6 +157,24 @@ $(CLAUDE_CODE_DIR)/installed.stamp:
 test-agents: mcp-clients $(CLAUDE_CODE_DIR)/installed.stamp
 	LIFECYCLE_MCP_CLIENTS_REQUIRED=1 LIFECYCLE_CLAUDE_CODE_REQUIRED=1 $(GO) test -count=1 -v ./tests/agents/
 
+## test-aws: AWS mode on one machine (tests/awsmode): every function's bootstrap under the AWS Lambda Runtime
+## Interface Emulator (pinned, go-installed once under .tools/), the ASL on the embedded engine invoking them through
+## the Lambda Invoke API, DynamoDB on minidyn, EventBridge/S3/SQS on moto (python3 -m moto.server, on the machine),
+## the api function behind an API Gateway stand-in, `lifecycle host`; and the store contract's sequential part on
+## moto's DynamoDB. `make unit` runs the same tests (go test ./...) with both emulators required; this runs only them.
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE_DIR := .tools/aws-lambda-rie-$(RIE_VERSION)
+RIE := $(RIE_DIR)/aws-lambda-rie
+.PHONY: test-aws
+test-aws: $(RIE)
+	LIFECYCLE_AWS_MODE_REQUIRED=1 LIFECYCLE_AWS_RIE=$(CURDIR)/$(RIE) $(GO) test -count=1 -timeout 10m ./tests/awsmode/
+	LIFECYCLE_AWS_MODE_REQUIRED=1 $(GO) test -count=1 -run '^TestContractMoto$$' ./shared/store/dynamostore/
+$(RIE):
+	GOOS=$$($(GO) env GOHOSTOS) GOARCH=$$($(GO) env GOHOSTARCH) GOBIN=$(CURDIR)/$(RIE_DIR) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+unit: $(RIE)
+unit: export LIFECYCLE_AWS_RIE := $(CURDIR)/$(RIE)
+unit: export LIFECYCLE_AWS_MODE_REQUIRED := 1
+
 ## bench: store operation cost at 1k and 100k stored actions, the engine alone, and the whole lifecycle
 ## end to end (allow/ask/deny, empty and with 100k actions stored; the 100k store is built once and cached
 ## under $$TMPDIR)

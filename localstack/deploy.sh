@@ -6,7 +6,8 @@
 #
 # Steps: build the function zips (for the host's architecture unless
 # LIFECYCLE_LAMBDA_ARCH says otherwise), create a Cognito user pool with an
-# agent and a human user (once; ids kept in localstack/.state), take the JWT
+# agent and a human user of session $LIFECYCLE_E2E_SESSION (custom:role,
+# custom:sid; once; ids kept in localstack/.state), take the JWT
 # issuer and audience from a real token of that pool, `cdklocal bootstrap`,
 # then `cdklocal deploy` as a dev stack (no deletion protection, no reserved
 # concurrency) with the outputs written to localstack/.state/outputs.json.
@@ -48,16 +49,24 @@ esac
 log "building the functions for linux/$goarch"
 (cd "$ROOT" && LIFECYCLE_GOARCH=$goarch make build >&2)
 
-# Cognito: one pool, one app client, two users in groups agent and human.
+# Cognito: one pool, one app client, two users. The api function reads the
+# principal from the verified token's claims (shared/auth.GatewayClaims):
+# sub, role or custom:role (agent, human, admin) and sid or custom:sid (the
+# session; required but for admin). So the pool declares the custom
+# attributes role and sid, and each user carries them; ID tokens include
+# them as custom:role and custom:sid.
 pool_exists() {
 	[ -f "$COGNITO_ENV" ] || return 1
 	# shellcheck source=/dev/null
 	. "$COGNITO_ENV"
+	# A pool made before the custom attributes existed is replaced.
+	[ "${SCHEMA:-}" = 2 ] && [ "${POOL_SESSION:-}" = "$SESSION" ] || return 1
 	awslocal cognito-idp describe-user-pool --user-pool-id "$POOL_ID" >/dev/null 2>&1
 }
 if ! pool_exists; then
-	log "creating the Cognito user pool"
+	log "creating the Cognito user pool (session $SESSION)"
 	POOL_ID=$(awslocal cognito-idp create-user-pool --pool-name lifecycle-e2e \
+		--schema Name=role,AttributeDataType=String,Mutable=true Name=sid,AttributeDataType=String,Mutable=true \
 		--query UserPool.Id --output text)
 	CLIENT_ID=$(awslocal cognito-idp create-user-pool-client --user-pool-id "$POOL_ID" \
 		--client-name lifecycle-e2e \
@@ -65,16 +74,14 @@ if ! pool_exists; then
 		--query UserPoolClient.ClientId --output text)
 	for pair in "$AGENT_USER:agent" "$HUMAN_USER:human"; do
 		user=${pair%%:*}
-		group=${pair##*:}
-		awslocal cognito-idp create-group --user-pool-id "$POOL_ID" --group-name "$group" >/dev/null
+		role=${pair##*:}
 		awslocal cognito-idp admin-create-user --user-pool-id "$POOL_ID" --username "$user" \
+			--user-attributes "Name=custom:role,Value=$role" "Name=custom:sid,Value=$SESSION" \
 			--message-action SUPPRESS >/dev/null
 		awslocal cognito-idp admin-set-user-password --user-pool-id "$POOL_ID" --username "$user" \
 			--password "$USER_PASSWORD" --permanent
-		awslocal cognito-idp admin-add-user-to-group --user-pool-id "$POOL_ID" --username "$user" \
-			--group-name "$group"
 	done
-	printf 'POOL_ID=%s\nCLIENT_ID=%s\n' "$POOL_ID" "$CLIENT_ID" >"$COGNITO_ENV"
+	printf 'POOL_ID=%s\nCLIENT_ID=%s\nSCHEMA=2\nPOOL_SESSION=%s\n' "$POOL_ID" "$CLIENT_ID" "$SESSION" >"$COGNITO_ENV"
 fi
 
 # The issuer is whatever this LocalStack writes into its tokens; reading it

@@ -17,8 +17,9 @@ export AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test}
 export AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL:-http://localhost.localstack.cloud:4566}
 STACK_NAME=${LIFECYCLE_STACK_NAME:-Lifecycle}
 # Two users: an agent submits, a human of the session approves. The api
-# function derives the principal's role from the token; these groups are
-# what it is expected to read (cognito:groups).
+# function reads the principal from the token: custom:role (agent, human)
+# and custom:sid (the session both users belong to; smoke.sh uses it).
+SESSION=${LIFECYCLE_E2E_SESSION:-ses_smoke}
 AGENT_USER=${LIFECYCLE_AGENT_USER:-e2e-agent}
 HUMAN_USER=${LIFECYCLE_HUMAN_USER:-e2e-human}
 USER_PASSWORD=${LIFECYCLE_USER_PASSWORD:-Lifecycle-e2e-1}

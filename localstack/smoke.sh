@@ -9,28 +9,42 @@
 #   LIFECYCLE_E2E_ARGS     its JSON arguments (default {})
 #   LIFECYCLE_E2E_POLICY   a policy document PUT to the session first, so that the tool asks
 #   LIFECYCLE_E2E_TIMEOUT  seconds to wait for each step (default 180)
+#   LIFECYCLE_API_URL, LIFECYCLE_AGENT_TOKEN, LIFECYCLE_HUMAN_TOKEN
+#                          another deployment of the API and its tokens (then neither
+#                          LocalStack nor awslocal is needed; tests/awsmode runs it so)
+#
+# The session is the one the agent token names (its custom:sid or sid claim).
 set -euo pipefail
 # shellcheck source=localstack/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-require curl jq awslocal
-localstack_ready
+require curl jq
+if [ -z "${LIFECYCLE_AGENT_TOKEN:-}" ] || [ -z "${LIFECYCLE_HUMAN_TOKEN:-}" ]; then
+	require awslocal
+	localstack_ready
+fi
 
 API=$(api_url)
 TOOL=${LIFECYCLE_E2E_TOOL:-noop}
 ARGS=${LIFECYCLE_E2E_ARGS:-"{}"}
 TIMEOUT=${LIFECYCLE_E2E_TIMEOUT:-180}
-SESSION=smoke-$(date +%s)-$RANDOM
-AGENT=$(id_token "$AGENT_USER")
-HUMAN=$(id_token "$HUMAN_USER")
+AGENT=${LIFECYCLE_AGENT_TOKEN:-$(id_token "$AGENT_USER")}
+HUMAN=${LIFECYCLE_HUMAN_TOKEN:-$(id_token "$HUMAN_USER")}
+SESSION=$(jwt_claim "$AGENT" custom:sid)
+[ -n "$SESSION" ] || SESSION=$(jwt_claim "$AGENT" sid)
+[ -n "$SESSION" ] || die "the agent token names no session (custom:sid or sid claim)"
 jq -e . >/dev/null <<<"$ARGS" || die "LIFECYCLE_E2E_ARGS is not JSON"
 
-# call METHOD PATH TOKEN [BODY]: prints the body, fails on a non-2xx status.
+# call METHOD PATH TOKEN [BODY [IDEMPOTENCY-KEY]]: prints the body, fails on a
+# non-2xx status.
 call() {
-	local method=$1 path=$2 token=$3 body=${4:-} out status
+	local method=$1 path=$2 token=$3 body=${4:-} key=${5:-} out status
 	local args=(-sS -X "$method" -o - -w '\n%{http_code}' -H "Authorization: Bearer $token")
 	if [ -n "$body" ]; then
 		args+=(-H 'Content-Type: application/json' --data "$body")
+	fi
+	if [ -n "$key" ]; then
+		args+=(-H "Idempotency-Key: $key")
 	fi
 	out=$(curl "${args[@]}" "$API$path") || die "$method $path: curl failed"
 	status=${out##*$'\n'}
@@ -62,14 +76,17 @@ status=$(curl -s -o /dev/null -w '%{http_code}' "$API/v1/tools")
 [ "$status" = 401 ] || die "GET /v1/tools without a token answered $status, want 401"
 
 if [ -n "${LIFECYCLE_E2E_POLICY:-}" ]; then
+	jq -e . >/dev/null <<<"$LIFECYCLE_E2E_POLICY" || die "LIFECYCLE_E2E_POLICY is not JSON"
 	log "PUT the session policy"
-	call PUT "/v1/sessions/$SESSION/policy" "$HUMAN" "$LIFECYCLE_E2E_POLICY" >/dev/null
+	current=$(call GET "/v1/sessions/$SESSION/policy" "$HUMAN" | jq -r '.version')
+	call PUT "/v1/sessions/$SESSION/policy" "$HUMAN" \
+		"$(jq -nc --argjson v "$current" --argjson p "$LIFECYCLE_E2E_POLICY" '{expected_version: $v, policy: $p}')" >/dev/null
 fi
 
 log "submit $TOOL in session $SESSION"
 body=$(jq -nc --arg tool "$TOOL" --argjson args "$ARGS" --arg call "call-$RANDOM" \
 	'{tool_call_id: $call, tool: $tool, arguments: $args, interactive: true}')
-resp=$(call POST "/v1/sessions/$SESSION/actions" "$AGENT" "$body")
+resp=$(call POST "/v1/sessions/$SESSION/actions" "$AGENT" "$body" "smoke-$(date +%s)-$RANDOM")
 ACTION=$(field "$resp" action_id)
 [ -n "$ACTION" ] || die "no action_id in $resp"
 log "action $ACTION"
@@ -97,7 +114,7 @@ approval_pending() {
 wait_for "the pending approval" approval_pending
 log "approve $approval"
 call POST "/v1/approvals/$approval" "$HUMAN" \
-	"$(jq -nc --arg d "$digest" '{decision: "approve", args_digest: $d}')" >/dev/null
+	"$(jq -nc --arg d "$digest" '{decision: "approve", digest: $d}')" >/dev/null
 
 recorded() {
 	action=$(call GET "/v1/actions/$ACTION" "$AGENT")
@@ -109,12 +126,14 @@ recorded() {
 wait_for "the receipt" recorded
 receipt=$(jq -c 'first(.. | objects | select(has("receipt")) | .receipt) // empty' <<<"$action")
 [ -n "$receipt" ] || die "no receipt in $action"
-outcome=$(jq -r .outcome <<<"$receipt")
+outcome=$(field "$receipt" outcome)
 log "receipt: $receipt"
 [ "$outcome" = succeeded ] || die "outcome $outcome, want succeeded"
 
 # The execution behind it, named after the action, as Step Functions sees it.
-sm=$(output StateMachineArn)
-exec_arn="${sm/:stateMachine:/:execution:}:$ACTION"
-log "execution $(awslocal stepfunctions describe-execution --execution-arn "$exec_arn" --query status --output text)"
+if [ -f "$OUTPUTS" ] && command -v awslocal >/dev/null 2>&1; then
+	sm=$(output StateMachineArn)
+	exec_arn="${sm/:stateMachine:/:execution:}:$ACTION"
+	log "execution $(awslocal stepfunctions describe-execution --execution-arn "$exec_arn" --query status --output text)"
+fi
 echo "smoke: ok ($ACTION)"

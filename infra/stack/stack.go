@@ -82,7 +82,12 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 
 	fns := map[string]lambdaFunction{}
 
-	authorizeEnv := map[string]string{EnvReviewer: cfg.Reviewer}
+	// The tool Lambdas are routed (an executor exists for them) wherever a
+	// permission is decided or the tool catalog is listed, not only where
+	// they are invoked: authorize without them denies every tool Lambda
+	// (no_executor), and the api lists none. Only dispatch may invoke them.
+	tools := strings.Join(cfg.ToolFunctionARNs, ",")
+	authorizeEnv := map[string]string{EnvReviewer: cfg.Reviewer, EnvToolFunctionARNs: tools}
 	if cfg.Reviewer == ReviewerBedrock {
 		authorizeEnv[EnvBedrockModelID] = cfg.BedrockModelID
 	}
@@ -103,7 +108,7 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	grantTable(fns[FnApproval].role, table)
 
 	fns[FnDispatch] = newFunction(st, cfg, functionSpecs[FnDispatch],
-		env(map[string]string{EnvToolFunctionARNs: strings.Join(cfg.ToolFunctionARNs, ",")}), nil)
+		env(map[string]string{EnvToolFunctionARNs: tools}), nil)
 	grantTable(fns[FnDispatch].role, table)
 	grantObjects(fns[FnDispatch].role, bucket, "s3:PutObject")
 	// A DispatchHost wait published again over a started task (its worker
@@ -145,6 +150,7 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 		EnvStateMachineVersionARN: *machine.versionARN,
 		EnvJWTIssuer:              *issuer,
 		EnvJWTAudience:            *audience,
+		EnvToolFunctionARNs:       tools,
 	}), nil)
 	grantTable(fns[FnAPI].role, table)
 	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.qualifiedARN))

@@ -81,13 +81,13 @@ type functionWant struct {
 }
 
 var functionWants = map[string]functionWant{
-	stack.FnAuthorize: {timeout: 30, memory: 256, reserved: 20, extraEnv: []string{stack.EnvReviewer}},
+	stack.FnAuthorize: {timeout: 30, memory: 256, reserved: 20, extraEnv: []string{stack.EnvReviewer, stack.EnvToolFunctionARNs}},
 	stack.FnApproval:  {timeout: 10, memory: 128, reserved: 10},
 	stack.FnDispatch:  {timeout: 840, memory: 256, reserved: 50, extraEnv: []string{stack.EnvToolFunctionARNs}},
 	stack.FnRecord:    {timeout: 30, memory: 256, reserved: 20},
 	stack.FnProject:   {timeout: 30, memory: 256, reserved: 20},
 	stack.FnAPI: {timeout: 29, memory: 256, reserved: 40,
-		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN, stack.EnvJWTIssuer, stack.EnvJWTAudience, stack.EnvLogGroups}},
+		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN, stack.EnvJWTIssuer, stack.EnvJWTAudience, stack.EnvLogGroups, stack.EnvToolFunctionARNs}},
 	stack.FnRecover: {timeout: 55, memory: 256, reserved: 2,
 		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN}},
 }

@@ -15,7 +15,8 @@
 //	LIFECYCLE_REVIEWER            "builtin" (default) or "bedrock" (authorize)
 //	LIFECYCLE_BEDROCK_MODEL_ID    the reviewer's model (when bedrock)
 //	LIFECYCLE_TOOL_FUNCTION_ARNS  comma-separated tool Lambda ARNs; the tool's
-//	                              name is the function's name (dispatch)
+//	                              name is the function's name (authorize and
+//	                              api route and list them, dispatch invokes)
 //	LIFECYCLE_PROJECT_ROOT        the agent's project root for path rules
 //	                              (default /workspace)
 //	LIFECYCLE_LOG_LEVEL           debug|info|warn|error (default info)

@@ -16,3 +16,15 @@ func TestContract(t *testing.T) {
 	s := dynamostore.New(b.Client, b.Table)
 	storetest.Run(t, func(t *testing.T) store.Store { return s })
 }
+
+// TestContractMoto runs the sequential part of the contract against moto's
+// DynamoDB (python3 -m moto.server), a second implementation independent
+// of minidyn and of this adapter's assumptions. Moto serves one request at
+// a time safely only, so the racing part (Concurrency) is left to minidyn
+// and real DynamoDB. Skipped without moto; LIFECYCLE_AWS_MODE_REQUIRED=1
+// (make test) makes that a failure.
+func TestContractMoto(t *testing.T) {
+	b := dynamotest.NewMoto(t, dynamotest.Moto(t))
+	s := dynamostore.New(b.Client, b.Table)
+	storetest.RunSequential(t, func(t *testing.T) store.Store { return s })
+}

@@ -148,6 +148,25 @@ func testConcurrency(t *testing.T, open Opener) {
 		checkRacedLog(t, s, stream, seqs)
 	})
 
+	t.Run("parallel transactions appending to one stream: 1..N, each with its item", func(t *testing.T) {
+		stream := p + "SESSION#txrace"
+		seqs := make([]int64, Racers)
+		errs := race(func(i int) error {
+			got, err := s.Transact(ctx, []store.Write{
+				store.PutOnceWrite(store.Item{PK: fmt.Sprintf("%sACTION#tx%02d", p, i), SK: "META", Version: 1, Body: fmt.Appendf(nil, "%d", i)}),
+				store.AppendOf(stream, fmt.Appendf(nil, "%d", i)),
+			})
+			if err == nil {
+				seqs[i] = got[1]
+			}
+			return err
+		})
+		for _, err := range errs {
+			mustNil(t, err, "transact")
+		}
+		checkRacedLog(t, s, stream, seqs)
+	})
+
 	t.Run("one version, many compare-and-swaps: exactly one winner", func(t *testing.T) {
 		key := store.Key{PK: p + "EXEC#e1", SK: "CKPT"}
 		mustNil(t, s.PutOnce(ctx, store.Item{PK: key.PK, SK: key.SK, Version: 1}), "create")

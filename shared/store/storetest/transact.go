@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -161,24 +160,5 @@ func testTransact(t *testing.T, open Opener) {
 		if _, err := s.Get(ctx, it.Key()); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("a refused transaction wrote: %v", err)
 		}
-	})
-
-	t.Run("parallel transactions appending to one stream: 1..N, each with its item", func(t *testing.T) {
-		stream := p + "SESSION#race"
-		seqs := make([]int64, Racers)
-		errs := race(func(i int) error {
-			got, err := s.Transact(ctx, []store.Write{
-				store.PutOnceWrite(store.Item{PK: fmt.Sprintf("%sACTION#r%02d", p, i), SK: "META", Version: 1, Body: fmt.Appendf(nil, "%d", i)}),
-				store.AppendOf(stream, fmt.Appendf(nil, "%d", i)),
-			})
-			if err == nil {
-				seqs[i] = got[1]
-			}
-			return err
-		})
-		for _, err := range errs {
-			mustNil(t, err, "transact")
-		}
-		checkRacedLog(t, s, stream, seqs)
 	})
 }

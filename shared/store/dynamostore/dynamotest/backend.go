@@ -26,6 +26,9 @@ const EndpointVariable = "AWS_ENDPOINT_URL_DYNAMODB"
 type Backend struct {
 	Client *dynamodb.Client
 	Table  string
+	// URL is the endpoint the client talks to (minidyn's loopback server, or
+	// AWS_ENDPOINT_URL_DYNAMODB), for processes that need their own client.
+	URL string
 	// Mini is the minidyn server (for EmulateFailure); nil on a real endpoint.
 	Mini *miniserver.Server
 }
@@ -53,10 +56,12 @@ func New(t testing.TB, opts ...func(*dynamodb.Options)) *Backend {
 			cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
 		}
 		b.Client = dynamodb.NewFromConfig(cfg, opts...)
+		b.URL = os.Getenv(EndpointVariable)
 	} else {
 		b.Mini = miniserver.NewServer()
 		srv := httptest.NewServer(newCompat(b.Mini)) // listens on 127.0.0.1
 		t.Cleanup(srv.Close)
+		b.URL = srv.URL
 		b.Client = dynamodb.New(dynamodb.Options{
 			Region:       "us-east-1",
 			BaseEndpoint: aws.String(srv.URL),

@@ -9,6 +9,12 @@
 // changes what a request means; it exists so the adapter can stay written
 // for real DynamoDB.
 //
+// Moto starts a moto server (python3 -m moto.server) on loopback, and
+// NewMoto makes a table on it: a second DynamoDB implementation for the
+// contract suite's sequential part (moto is not safe under concurrent
+// requests), and EventBridge, S3 and SQS for the AWS-mode test. Without
+// moto they skip, or fail when LIFECYCLE_AWS_MODE_REQUIRED=1.
+//
 // This package is for tests only and must never be imported by production
 // code.
 package dynamotest
