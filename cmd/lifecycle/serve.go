@@ -208,7 +208,8 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 			policies = policystore.New(st, httpapi.PermissionPolicyValidator(eng, home), policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)),
 				policystore.WithRestartDefault(window.Seconds()))
 			live = policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy}
-			return &decider.Decider{Engine: eng, Policies: live, ProjectRoot: ws, WorkingDir: ws, HomeDir: home}, nil
+			return &decider.Decider{Engine: eng, Policies: live, ProjectRoot: ws, WorkingDir: ws, HomeDir: home,
+				History: actionflow.History{Store: st}}, nil
 		},
 	})
 	if err != nil {
