@@ -226,11 +226,32 @@ func approvalsCmd(o *options) *cobra.Command {
 				for _, ap := range aps {
 					fprintf(w, "%s  %s %s\n    reason %s/%s, policy %s, %s\n", ap.ApprovalID, ap.Tool, short(string(ap.Arguments), 100),
 						ap.Reason.Source, ap.Reason.Code, ap.PolicyVersion, ago(ap.CreatedAt))
+					printRisk(w, ap.Risk)
 				}
 			})
 		},
 	}
 	return o.setup(cmd, true)
+}
+
+// printRisk prints an approval's risk: the level (HIGH in capitals, so it
+// stands out in a list) and each reason, a model's marked as such.
+func printRisk(w io.Writer, r *actionflow.Risk) {
+	if r == nil {
+		return
+	}
+	level := r.Level
+	if level == "high" {
+		level = "HIGH"
+	}
+	fprintf(w, "    risk %s\n", level)
+	for _, rr := range r.Reasons {
+		note := ""
+		if rr.ModelGenerated {
+			note = " (model-generated, " + rr.Source + ")"
+		}
+		fprintf(w, "      - %s%s\n", short(rr.Text, 200), note)
+	}
 }
 
 func decideCmd(o *options, decision string) *cobra.Command {
