@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -42,4 +43,17 @@ func (h History) Before(ctx context.Context, a Action, limit int) ([]Action, err
 		}
 	}
 	return out, nil
+}
+
+// EachOfSession calls fn with every action of a session, oldest id first
+// (the session index, page by page; policy replay reads a window of them).
+func (h History) EachOfSession(ctx context.Context, session ids.SessionID, fn func(Action) error) error {
+	return store.EachInIndex(ctx, h.Store, store.IndexSession, sessionPK(session), store.QueryOptions{SKPrefix: "ACTION#", Limit: store.MaxLimit},
+		func(it store.Item) error {
+			a, err := decode[Action](it, "action")
+			if err != nil {
+				return err
+			}
+			return fn(a)
+		})
 }

@@ -86,16 +86,22 @@ func (d *Decider) request(ctx context.Context, a actionflow.Action) (permission.
 	if err != nil {
 		return permission.Request{}, err
 	}
-	wd := d.WorkingDir
-	if wd == "" {
-		wd = d.ProjectRoot
-	}
 	return permission.Request{
-		Trusted: permission.Trusted{SessionID: a.SessionID, WorkingDir: wd, ProjectRoot: d.ProjectRoot, HomeDir: d.HomeDir, Interactive: a.Interactive},
+		Trusted: d.Trusted(a),
 		Call:    permission.Call{ActionID: a.ActionID, Tool: a.Tool, Args: a.Arguments, Digest: a.ArgsDigest},
 		Policy:  p,
 		Recent:  d.recent(a),
 	}, nil
+}
+
+// Trusted is the trusted context an action is decided in (policy replay
+// decides recorded actions in it again).
+func (d *Decider) Trusted(a actionflow.Action) permission.Trusted {
+	wd := d.WorkingDir
+	if wd == "" {
+		wd = d.ProjectRoot
+	}
+	return permission.Trusted{SessionID: a.SessionID, WorkingDir: wd, ProjectRoot: d.ProjectRoot, HomeDir: d.HomeDir, Interactive: a.Interactive}
 }
 
 // Decide decides an action's first authorization.

@@ -88,3 +88,15 @@ func (e *Engine) reviewInput(x *evalCtx) ReviewInput {
 		Recent: x.req.Recent,
 	}
 }
+
+// Replaying is a copy of the engine for a dry run (policy replay): the
+// same configuration (file system, protected paths, contracts,
+// thresholds), so hard constraints, grants, modes and the Bash analysis
+// decide exactly as live, with its own classifier (the recorded verdicts)
+// and its own counters (in memory), and no risk assessment. Nothing it
+// decides is recorded anywhere.
+func (e *Engine) Replaying(c Classifier, counters CounterStore) *Engine {
+	cfg := e.cfg
+	cfg.Classifier, cfg.Counters, cfg.Risk = c, counters, nil
+	return &Engine{cfg: cfg, protect: e.protect}
+}
