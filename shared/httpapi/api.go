@@ -15,6 +15,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/process"
+	"github.com/openprogram/lifecycle/shared/replay"
 )
 
 // Defaults of Config.
@@ -145,6 +146,9 @@ type Config struct {
 	UI fs.FS
 	// NoUI leaves / and /ui/ unrouted (the Lambda API serves no UI).
 	NoUI bool
+	// Replays runs and keeps policy replays (nil: the replay routes answer
+	// 501, and no session can require a replay).
+	Replays *replay.Replayer
 }
 
 type api struct {

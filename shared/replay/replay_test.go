@@ -208,7 +208,7 @@ func TestReplay(t *testing.T) {
 // reviewer's; the refusal counters are simulated, never written.
 func TestReplayReusesRecordedVerdicts(t *testing.T) {
 	f := newFixture(t)
-	f.record("ses_b", liveAuto, "make build", t0.Add(time.Minute)) // the "model" blocks it live
+	f.record("ses_b", liveAuto, "make build", t0.Add(time.Minute))  // the "model" blocks it live
 	f.record("ses_b", liveDefault, "ls -la", t0.Add(2*time.Minute)) // asked live (no rule), never reviewed
 	f.record("ses_b", liveAuto, "make test", t0.Add(3*time.Minute)) // unproven live: asked
 	calls := f.model.calls
