@@ -50,10 +50,6 @@ func (h *api) replayAll(w http.ResponseWriter, r *http.Request, c *call) error {
 }
 
 func (h *api) runReplay(w http.ResponseWriter, r *http.Request, c *call, many bool) error {
-	rp, err := h.replays()
-	if err != nil {
-		return err
-	}
 	var b ReplayBody
 	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
 		return err
@@ -88,6 +84,11 @@ func (h *api) runReplay(w http.ResponseWriter, r *http.Request, c *call, many bo
 			h.audit(r, route{pattern: r.Pattern, need: auth.CapPolicy}, c.p, target{Session: s}, err)
 			return err
 		}
+	}
+	// Authorized first: a refused request learns nothing, configured or not.
+	rp, err := h.replays()
+	if err != nil {
+		return err
 	}
 	rep, err := rp.Run(r.Context(), replay.Request{Candidate: b.Policy, Sessions: sessions, Since: *b.Since, Until: until, By: c.p})
 	if err != nil {
