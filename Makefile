@@ -182,6 +182,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x ./shared/store/sqlitestore/
 	$(GO) test -run '^$$' -bench AllowPath -benchtime 2000x ./shared/sfnlocal/
 	$(GO) test -run '^$$' -bench Decide -benchmem ./shared/permission/
+	$(GO) test -run '^$$' -bench Replay100k -benchtime 1x ./shared/replay/
 	$(GO) test -run '^$$' -bench Lifecycle -benchtime 3000x -timeout 60m ./shared/embedded/
 	$(GO) test -run '^$$' -bench HostBashSandbox -benchtime 300x ./shared/hosttools/
 

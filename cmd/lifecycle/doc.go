@@ -11,7 +11,7 @@
 //	lifecycle command    send an execution control (pause, continue, cancel, ...)
 //	lifecycle activity   the session's Activity sections
 //	lifecycle tail       follow the session's events
-//	lifecycle policy     read or replace the session's policy
+//	lifecycle policy     read or replace the session's policy; policy replay dry-runs a candidate
 //	lifecycle host       run a host worker against a remote API
 //
 // Output is human-readable by default; --json prints JSON for scripts.

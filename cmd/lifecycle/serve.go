@@ -35,6 +35,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/question"
 	"github.com/openprogram/lifecycle/shared/recovery"
+	"github.com/openprogram/lifecycle/shared/replay"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -194,6 +195,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	}
 	var policies *policystore.Store
 	var live policystore.Parsed[*permission.Policy]
+	var dec *decider.Decider
 	es, err := embedded.Start(ctx, embedded.Config{
 		Routes: mcpRoutes, Executors: mcpExecutors,
 		StateDir: stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
@@ -208,7 +210,9 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 			policies = policystore.New(st, httpapi.PermissionPolicyValidator(eng, home), policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)),
 				policystore.WithRestartDefault(window.Seconds()))
 			live = policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy}
-			return &decider.Decider{Engine: eng, Policies: live, ProjectRoot: ws, WorkingDir: ws, HomeDir: home}, nil
+			dec = &decider.Decider{Engine: eng, Policies: live, ProjectRoot: ws, WorkingDir: ws, HomeDir: home,
+				History: actionflow.History{Store: st}}
+			return dec, nil
 		},
 	})
 	if err != nil {
@@ -216,9 +220,16 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	}
 	ctl := httpapi.ControlService{Service: es.Control}
 	tools := httpapi.PermissionTools{Policies: live, Default: decider.DefaultPolicy(), Catalog: catalog}
+	// Policy replay decides recorded actions again with the live engine, in
+	// the decider's trusted context.
+	replays, err := replay.New(replay.Config{Engine: dec.Engine, Context: dec.Trusted, Actions: actionflow.History{Store: es.Store}, Store: es.Store})
+	if err != nil {
+		es.Close(context.Background())
+		return err
+	}
 	api, err := httpapi.New(httpapi.Config{
 		Service: es.Service, Auth: issuer, Policies: policies, Control: ctl, Facts: ctl, Wake: es.Bus, Logger: log,
-		Tools: tools, Machines: es.SFNClient,
+		Tools: tools, Machines: es.SFNClient, Replays: replays,
 	})
 	if err != nil {
 		es.Close(context.Background())

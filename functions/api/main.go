@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/awsstack"
 	"github.com/openprogram/lifecycle/shared/control"
@@ -26,6 +27,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/mcpgateway"
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/replay"
 )
 
 func main() {
@@ -50,9 +52,22 @@ func main() {
 	commands := httpapi.ControlService{Service: ctl}
 	tools := httpapi.PermissionTools{Policies: policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy},
 		Default: decider.DefaultPolicy(), Catalog: catalog}
+	// Policy replay: the permission engine as the authorize function builds
+	// it (lexical paths), in the same trusted context.
+	eng, err := permission.NewEngine(permission.Config{})
+	if err != nil {
+		slog.Error("wiring", "error", err)
+		os.Exit(1)
+	}
+	dec := &decider.Decider{Engine: eng, ProjectRoot: d.Env.ProjectRoot, WorkingDir: d.Env.ProjectRoot}
+	replays, err := replay.New(replay.Config{Engine: eng, Context: dec.Trusted, Actions: actionflow.History{Store: d.Store}, Store: d.Store})
+	if err != nil {
+		slog.Error("wiring", "error", err)
+		os.Exit(1)
+	}
 	h, err := handler(httpapi.Config{
 		Service: d.Service, Auth: auth.GatewayClaims{}, Policies: policies, Control: commands, Facts: commands, Tools: tools,
-		Logger: d.Logger, DisableStreaming: true, NoUI: true, MaxWait: 20 * time.Second,
+		Logger: d.Logger, DisableStreaming: true, NoUI: true, MaxWait: 20 * time.Second, Replays: replays,
 		Machines: d.SFN, AWSConsole: &httpapi.AWSConsole{Region: os.Getenv("AWS_REGION"), LogGroups: groups},
 	})
 	if err != nil {

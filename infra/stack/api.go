@@ -56,6 +56,10 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/process"},
 	{Method: "POST", Path: "/v1/hosts/processes/{process_id}/report"},
 	{Method: "POST", Path: "/v1/hosts/processes/recover"},
+	{Method: "POST", Path: "/v1/sessions/{session_id}/policy/replays"},
+	{Method: "POST", Path: "/v1/policy/replays"},
+	{Method: "GET", Path: "/v1/policy/replays/{replay_id}"},
+	{Method: "PUT", Path: "/v1/sessions/{session_id}/policy/options"},
 	// The MCP gateway (stateless behind API Gateway): POST carries every
 	// message; GET and DELETE reach it so clients get its 405, not a 404.
 	{Method: "POST", Path: "/mcp"},

@@ -64,7 +64,7 @@ func (s *Service) awaitApproval(ctx context.Context, in StepInput) (AwaitOutput,
 	ap := Approval{
 		ApprovalID: ApprovalIDFor(a.ActionID), ActionID: a.ActionID, ExecutionID: a.ExecutionID, SessionID: a.SessionID,
 		Tool: a.Tool, Arguments: a.Arguments, ArgsDigest: a.ArgsDigest, PolicyVersion: a.Decision.PolicyVersion,
-		Reason: a.Decision.Reason, Fallback: a.Decision.Fallback, Status: ApprovalPending, TaskToken: in.TaskToken,
+		Reason: a.Decision.Reason, Fallback: a.Decision.Fallback, Risk: a.Decision.Risk, Status: ApprovalPending, TaskToken: in.TaskToken,
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.ApprovalTimeout), Version: expected + 1,
 	}
 	// One item holds the current wait: replacing it supersedes the earlier

@@ -85,6 +85,9 @@ func (s *Service) authorize(ctx context.Context, in StepInput) (AuthorizeOutput,
 			return &PermanentError{Code: "illegal_transition", Msg: err.Error()}
 		}
 		cur.States = st
+		if mode == "revalidate" && cur.Decision != nil && cur.Decision.Mode == "initial" {
+			cur.InitialDecision = cur.Decision // policy replay compares against it
+		}
 		dd := d
 		cur.Decision = &dd
 		return nil

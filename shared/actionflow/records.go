@@ -112,6 +112,27 @@ type Decision struct {
 	// the profile that runs once approved), chosen by the policy
 	// (permission.Decision.Sandbox).
 	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
+
+	// Risk is the decider's risk assessment of an ask (level and plain
+	// reasons), shown with its approval; it never changes the decision.
+	Risk *Risk `json:"risk,omitempty"`
+}
+
+// Risk is how risky an asked call looks to the deterministic reviewer
+// (permission.Risk): a level (low, medium, high) and plain reasons; a
+// model's reasons, where one is configured, are marked model_generated.
+type Risk struct {
+	Level    string       `json:"level"`
+	Reasons  []RiskReason `json:"reasons"`
+	Assessor string       `json:"assessor,omitempty"`
+}
+
+// RiskReason is one reason of a Risk.
+type RiskReason struct {
+	Text           string `json:"text"`
+	Category       string `json:"category,omitempty"`
+	Source         string `json:"source"`
+	ModelGenerated bool   `json:"model_generated,omitempty"`
 }
 
 // StartEvidence is written immediately before the executor is called.
@@ -175,6 +196,11 @@ type Action struct {
 	// Fence is the item's stored fence, kept on every write so an unfenced
 	// write never erases the dispatch attempt's fence.
 	Fence int64 `json:"-"`
+
+	// InitialDecision is the first decision of an action whose Decision
+	// a revalidation replaced (an ask that was approved): what policy
+	// replay compares against.
+	InitialDecision *Decision `json:"initial_decision,omitempty"`
 }
 
 // Closure says why an action will never be dispatched.
@@ -224,6 +250,9 @@ type Approval struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt time.Time  `json:"expires_at"`
 	Version   int64      `json:"-"`
+
+	// Risk is the ask decision's risk assessment, shown to the person.
+	Risk *Risk `json:"risk,omitempty"`
 }
 
 // ToolResult is what an executor reports.

@@ -141,7 +141,7 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	}
 	fc := actionflow.Config{
 		Store:   st,
-		Decider: &decider.Decider{Engine: eng, Policies: policies, ProjectRoot: env.ProjectRoot, WorkingDir: env.ProjectRoot},
+		Decider: &decider.Decider{Engine: eng, Policies: policies, ProjectRoot: env.ProjectRoot, WorkingDir: env.ProjectRoot, History: actionflow.History{Store: st}},
 		Router:  routes,
 		Executors: map[string]actionflow.Executor{
 			executor.KindNoop:   executor.Noop{},

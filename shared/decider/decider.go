@@ -29,6 +29,40 @@ type Decider struct {
 	Policies Policies
 	// ProjectRoot and WorkingDir (absolute) bound the project scope; HomeDir expands "~".
 	ProjectRoot, WorkingDir, HomeDir string
+	// History reads an execution's earlier actions (actionflow.History),
+	// for the reviewer's multi-step patterns; nil: none are read.
+	History Earlier
+}
+
+// Earlier reads at most limit actions of a's execution submitted before a,
+// most recent first.
+type Earlier interface {
+	Before(ctx context.Context, a actionflow.Action, limit int) ([]actionflow.Action, error)
+}
+
+// priorCalls is the lookback of the multi-step review (riskreview's
+// MaxPriorCalls, which the decider does not import).
+const priorCalls = 32
+
+// recent reads the execution's earlier calls lazily, for the reviewer.
+func (d *Decider) recent(a actionflow.Action) permission.RecentCalls {
+	if d.History == nil {
+		return nil
+	}
+	return func(ctx context.Context) ([]permission.PriorCall, error) {
+		prior, err := d.History.Before(ctx, a, priorCalls)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]permission.PriorCall, 0, len(prior))
+		for _, p := range prior {
+			if p.States.Outcome == lifecycle.OutcomeNotStarted {
+				continue // refused, declined or cancelled: it never ran
+			}
+			out = append(out, permission.PriorCall{ActionID: p.ActionID, Tool: p.Tool, Args: p.Arguments, Permission: p.States.Permission})
+		}
+		return out, nil
+	}
 }
 
 var _ actionflow.Decider = (*Decider)(nil)
@@ -52,15 +86,22 @@ func (d *Decider) request(ctx context.Context, a actionflow.Action) (permission.
 	if err != nil {
 		return permission.Request{}, err
 	}
+	return permission.Request{
+		Trusted: d.Trusted(a),
+		Call:    permission.Call{ActionID: a.ActionID, Tool: a.Tool, Args: a.Arguments, Digest: a.ArgsDigest},
+		Policy:  p,
+		Recent:  d.recent(a),
+	}, nil
+}
+
+// Trusted is the trusted context an action is decided in (policy replay
+// decides recorded actions in it again).
+func (d *Decider) Trusted(a actionflow.Action) permission.Trusted {
 	wd := d.WorkingDir
 	if wd == "" {
 		wd = d.ProjectRoot
 	}
-	return permission.Request{
-		Trusted: permission.Trusted{SessionID: a.SessionID, WorkingDir: wd, ProjectRoot: d.ProjectRoot, HomeDir: d.HomeDir, Interactive: a.Interactive},
-		Call:    permission.Call{ActionID: a.ActionID, Tool: a.Tool, Args: a.Arguments, Digest: a.ArgsDigest},
-		Policy:  p,
-	}, nil
+	return permission.Trusted{SessionID: a.SessionID, WorkingDir: wd, ProjectRoot: d.ProjectRoot, HomeDir: d.HomeDir, Interactive: a.Interactive}
 }
 
 // Decide decides an action's first authorization.
@@ -145,8 +186,21 @@ func translate(pd permission.Decision) (actionflow.Decision, error) {
 		Reason:        reason,
 		Resolution:    resolution(pd),
 		Sandbox:       pd.Sandbox,
+		Risk:          RiskOf(pd.Risk),
 		Engine:        raw,
 	}, nil
+}
+
+// RiskOf is the lifecycle's record of the engine's risk assessment.
+func RiskOf(r *permission.Risk) *actionflow.Risk {
+	if r == nil {
+		return nil
+	}
+	out := &actionflow.Risk{Level: string(r.Level), Assessor: r.Assessor, Reasons: []actionflow.RiskReason{}}
+	for _, rr := range r.Reasons {
+		out.Reasons = append(out.Reasons, actionflow.RiskReason{Text: rr.Text, Category: rr.Category, Source: rr.Source, ModelGenerated: rr.ModelGenerated})
+	}
+	return out
 }
 
 // resolution tells the model and the owner what would change the answer.

@@ -10,6 +10,13 @@
 // serve` gives it the host's file system; the AWS stack, whose decisions
 // run away from the host, does not.
 //
+// Every ask decision carries the engine's risk assessment (Decision.Risk,
+// translated to actionflow.Risk and shown on the approval). With History
+// (actionflow.History) the reviewer can read, lazily and bounded, the
+// execution's earlier calls to find a download in one call run by a later
+// one; calls that never ran (not_started) are left out. Trusted is the
+// trusted context an action is decided in, which policy replay reuses.
+//
 // A session without a stored policy gets DefaultPolicy (mode default, no
 // rules): the engine's defaults apply, so nothing is allowed without an
 // explicit allow rule, grant, mode or approval. No global allow cache exists:

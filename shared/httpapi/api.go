@@ -16,6 +16,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/process"
+	"github.com/openprogram/lifecycle/shared/replay"
 )
 
 // Defaults of Config.
@@ -156,6 +157,9 @@ type Config struct {
 	// loads (dagre.min.js; default: FindDagre). Empty after the default:
 	// the view lists the path without drawing the graph.
 	Dagre string
+	// Replays runs and keeps policy replays (nil: the replay routes answer
+	// 501, and no session can require a replay).
+	Replays *replay.Replayer
 }
 
 type api struct {

@@ -24,6 +24,7 @@ type victim struct {
 	execution ids.ExecutionID
 	question  actionflow.Question // AskUserQuestion, pending
 	process   string              // a running managed process of the host task
+	replay    string              // a stored policy replay of the session
 }
 
 func seedVictim(t *testing.T, s *stack) victim {
@@ -57,6 +58,16 @@ func seedVictim(t *testing.T, s *stack) victim {
 		t.Fatal(err)
 	}
 	v.process = p.ProcessID
+	r := s.do(req{method: "POST", path: "/v1/sessions/ses_1/policy/replays", token: s.token(auth.RoleHuman, "ses_1"),
+		body: map[string]any{"policy": map[string]any{"version": "c", "mode": "default"}, "since": time.Now().Add(-time.Hour)}})
+	var rep struct {
+		ReplayID string `json:"replay_id"`
+	}
+	r.decode(t, &rep)
+	if r.status != http.StatusCreated || rep.ReplayID == "" {
+		t.Fatalf("seed replay: %d %s", r.status, r.body)
+	}
+	v.replay = rep.ReplayID
 	return v
 }
 
@@ -119,6 +130,13 @@ func attempts(v victim) []attempt {
 			body: process.Report{Supervisor: process.Supervisor{ID: "sup_1", Host: "h"}, Exit: &process.Exit{Code: 0}}}},
 		{route: "POST /v1/hosts/processes/recover", req: req{method: "POST", path: "/v1/hosts/processes/recover?session_id=ses_1",
 			body: httpapi.HostRecoverBody{Supervisor: process.Supervisor{ID: "sup_evil", Host: "h"}}}},
+		{route: "POST /v1/sessions/{session_id}/policy/replays", humanOnly: true, req: req{method: "POST", path: "/v1/sessions/ses_1/policy/replays",
+			body: map[string]any{"policy": map[string]any{"version": "x"}, "since": time.Now().Add(-time.Hour)}}},
+		{route: "POST /v1/policy/replays", humanOnly: true, req: req{method: "POST", path: "/v1/policy/replays",
+			body: map[string]any{"policy": map[string]any{"version": "x"}, "since": time.Now().Add(-time.Hour), "sessions": []string{"ses_1"}}}},
+		{route: "GET /v1/policy/replays/{replay_id}", req: req{method: "GET", path: "/v1/policy/replays/" + v.replay}},
+		{route: "PUT /v1/sessions/{session_id}/policy/options", humanOnly: true, req: req{method: "PUT", path: "/v1/sessions/ses_1/policy/options",
+			body: map[string]any{"require_replay": false}}},
 	}
 }
 

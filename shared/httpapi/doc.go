@@ -43,6 +43,17 @@
 // session log's sequence); with ?wait= (or DisableStreaming, behind API
 // Gateway, which cannot stream) the same route answers a JSON batch.
 //
+// Policy replay (replays.go, over package replay): a human or admin
+// replays a candidate policy over one session (POST
+// /v1/sessions/{id}/policy/replays) or over the sessions a body names
+// (POST /v1/policy/replays: a human only its own, authorized one by one),
+// and reads a stored report (GET /v1/policy/replays/{id}, scoped to its
+// session; one of several sessions is an admin's). Only an admin sets a
+// session's require_replay (PUT /v1/sessions/{id}/policy/options); while
+// it is set, PUT .../policy is 409 replay_required unless package replay
+// finds a replay of the same document (RFC 8785 digest) within the hour,
+// and the change's answer names it. Approvals carry the reviewer's risk.
+//
 // What it must never do: let a request's origin header or body stand in
 // for the token's role or session, write anything for a refused request
 // except its audit event, expose a task token, or import an AWS package.

@@ -71,6 +71,10 @@ func (h *api) table() []route {
 		{"POST /v1/hosts/tasks/{action_id}/process", auth.CapHost, h.actionScope, h.hostProcessStart},
 		{"POST /v1/hosts/processes/{process_id}/report", auth.CapHost, h.processScope, h.hostProcessReport},
 		{"POST /v1/hosts/processes/recover", auth.CapHost, querySession(true), h.hostProcessRecover},
+		{"POST /v1/sessions/{session_id}/policy/replays", auth.CapPolicy, pathSession, h.sessionReplay},
+		{"POST /v1/policy/replays", auth.CapPolicy, tokenSession, h.replayAll},
+		{"GET /v1/policy/replays/{replay_id}", auth.CapRead, h.replayScope, h.getReplay},
+		{"PUT /v1/sessions/{session_id}/policy/options", auth.CapPolicy, pathSession, h.putPolicyOptions},
 	}
 }
 
@@ -160,7 +164,7 @@ func (h *api) audit(r *http.Request, rt route, p actionflow.Principal, t target,
 
 // addressedID is the record id a route addresses in its path, if any.
 func addressedID(r *http.Request) (kind, id string) {
-	for _, k := range []string{"approval_id", "question_id", "execution_id", "action_id", "process_id"} {
+	for _, k := range []string{"approval_id", "question_id", "execution_id", "action_id", "process_id", "replay_id"} {
 		if v := r.PathValue(k); v != "" {
 			return strings.TrimSuffix(k, "_id"), v
 		}
@@ -180,6 +184,12 @@ func pathSessionOr(r *http.Request, def ids.SessionID) ids.SessionID {
 		return ids.SessionID(s)
 	}
 	return def
+}
+
+// tokenSession is the token's own session (none for an admin token
+// without one); the handler authorizes each session the body names.
+func tokenSession(_ *http.Request, p actionflow.Principal) (target, error) {
+	return target{Session: p.Session}, nil
 }
 
 func pathSession(r *http.Request, _ actionflow.Principal) (target, error) {

@@ -23,6 +23,8 @@ import (
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/permission"
+	"github.com/openprogram/lifecycle/shared/replay"
 	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
@@ -210,6 +212,7 @@ func newStackWith(t testing.TB, wire func(st store.Store) (actionflow.Decider, f
 	ctl := httpapi.ControlService{Service: es.Control}
 	cfg := httpapi.Config{Service: es.Service, Auth: issuer, Logger: quiet, Control: ctl, Facts: ctl, Tools: fakeTools{}, Wake: es.Bus, Machines: es.SFNClient,
 		PollInterval: 50 * time.Millisecond, Heartbeat: 200 * time.Millisecond, MaxWait: 5 * time.Second, MaxBodyBytes: 16 << 10}
+	cfg.Replays = defaultReplays(t, st)
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -391,4 +394,22 @@ func (s *stack) pendingApproval(token string, session ids.SessionID, action ids.
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// defaultReplays is policy replay over the stack's store with an engine of
+// no rules of its own (the by-tool test decider records no engine
+// decisions, so its actions are skipped): enough for the routes' gate.
+func defaultReplays(t testing.TB, st store.Store) *replay.Replayer {
+	eng, err := permission.NewEngine(permission.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := replay.New(replay.Config{Engine: eng, Actions: actionflow.History{Store: st}, Store: st,
+		Context: func(a actionflow.Action) permission.Trusted {
+			return permission.Trusted{SessionID: a.SessionID, WorkingDir: "/work", ProjectRoot: "/work", Interactive: a.Interactive}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rp
 }

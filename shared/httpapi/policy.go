@@ -7,6 +7,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/policystore"
+	"github.com/openprogram/lifecycle/shared/replay"
 )
 
 // PolicyBody is the body of PUT /v1/sessions/{session_id}/policy.
@@ -25,13 +26,26 @@ type PolicyBody struct {
 	IdleTimeoutSeconds *int64 `json:"idle_timeout_seconds,omitempty"`
 }
 
+// PolicyView is a session's policy as the API answers it: the document,
+// whether a change requires a replay first (require_replay, set by an
+// admin), and, on a change that required one, the replay it used.
+type PolicyView struct {
+	policystore.Document
+	RequireReplay bool           `json:"require_replay"`
+	Replay        *replay.Latest `json:"replay,omitempty"`
+}
+
 func (h *api) getPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
 	d, err := h.cfg.Policies.Get(r.Context(), c.t.Session)
 	if err != nil {
 		return err
 	}
+	req, err := h.requireReplayOf(r, c.t.Session)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(d.Version, 10)))
-	writeJSON(w, http.StatusOK, d)
+	writeJSON(w, http.StatusOK, PolicyView{Document: d, RequireReplay: req})
 	return nil
 }
 
@@ -45,6 +59,12 @@ func (h *api) putPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	if len(b.Policy) == 0 || string(b.Policy) == "null" {
 		return badRequest("missing_field", "policy", "policy is required (a JSON object)")
+	}
+	// A session that requires a replay takes only a document replayed
+	// within the last hour; the answer names that replay.
+	used, err := h.requiredReplay(r, c.t.Session, b.Policy)
+	if err != nil {
+		return err
 	}
 	// An absent setting (restart_window_seconds, iteration_limit,
 	// idle_timeout_seconds): the session sets none, and the service's
@@ -62,6 +82,6 @@ func (h *api) putPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
 		h.log.WarnContext(r.Context(), "api: policy saved, event not appended", "session_id", c.t.Session, "error", err)
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(d.Version, 10)))
-	writeJSON(w, http.StatusOK, d)
+	writeJSON(w, http.StatusOK, PolicyView{Document: d, RequireReplay: used != nil, Replay: used})
 	return nil
 }

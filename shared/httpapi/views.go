@@ -81,12 +81,17 @@ type ApprovalView struct {
 	DecidedAt     *time.Time                `json:"decided_at,omitempty"`
 	CreatedAt     time.Time                 `json:"created_at"`
 	ExpiresAt     time.Time                 `json:"expires_at"`
+
+	// Risk is the deterministic reviewer's assessment of the asked call
+	// (level, plain reasons; a model's marked model_generated).
+	Risk *actionflow.Risk `json:"risk,omitempty"`
 }
 
 func approvalView(ap actionflow.Approval) ApprovalView {
 	return ApprovalView{ApprovalID: ap.ApprovalID, ActionID: ap.ActionID, ExecutionID: ap.ExecutionID, SessionID: ap.SessionID,
 		Tool: ap.Tool, Arguments: ap.Arguments, ArgsDigest: ap.ArgsDigest, PolicyVersion: ap.PolicyVersion, Reason: ap.Reason,
-		Fallback: ap.Fallback, Status: ap.Status, DecidedBy: ap.DecidedBy, DecidedAt: ap.DecidedAt, CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt}
+		Fallback: ap.Fallback, Status: ap.Status, DecidedBy: ap.DecidedBy, DecidedAt: ap.DecidedAt, CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt,
+		Risk: ap.Risk}
 }
 
 // currentView converts a conflict's Current (an approval) to its view, so

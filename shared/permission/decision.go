@@ -49,6 +49,9 @@ type Request struct {
 	Trusted Trusted `json:"trusted"`
 	Call    Call    `json:"call"`
 	Policy  *Policy `json:"policy"`
+	// Recent reads the execution's earlier calls for reviewers that judge
+	// multi-step patterns (nil: none known). Called lazily.
+	Recent RecentCalls `json:"-"`
 }
 
 // Source answers "who or what decided this call".
@@ -174,6 +177,9 @@ type Decision struct {
 	// relaxation (dangerouslyDisableSandbox, network). Nil for tools the
 	// host does not run and for denials.
 	Sandbox *sandbox.Profile `json:"sandbox,omitempty"`
+	// Risk is the assessment of an ask (Config.Risk): a level and plain
+	// reasons for the person deciding. It never changes the decision.
+	Risk *Risk `json:"risk,omitempty"`
 }
 
 // RiskRefusal reports whether the automatic reviewer refused the call. Such

@@ -174,6 +174,25 @@
 // does). Hard constraints, restrictions and deny rules decide before any
 // of this. The approved decision (Revalidate) carries the relaxed profile.
 //
+// # Risk on every ask
+//
+// Every ask decision, in every mode, carries Decision.Risk from
+// Config.Risk (by default the Classifier, when it is a RiskAssessor:
+// riskreview is): a level (low, medium, high) and plain reasons; a model
+// reviewer's reasons are marked ModelGenerated. The assessment never
+// changes the decision, and allows and denials carry none. Reviewers that
+// judge multi-step patterns read the execution's earlier calls through
+// Request.Recent (ReviewInput.Recent), lazily: a call that needs none costs
+// nothing.
+//
+// # Replaying
+//
+// Engine.Replaying is a copy of an engine with the same configuration
+// (file system, protected paths, contracts, thresholds) and another
+// classifier and counters, for policy replay (package replay): hard
+// constraints, grants, modes and the Bash analysis decide exactly as live,
+// and nothing is written.
+//
 // # Automatic review and the refusal fallback
 //
 // In auto mode a call no rule decides goes to the Classifier with the

@@ -51,6 +51,9 @@ type Config struct {
 	// CredentialStores are protected like ProtectedPaths. Nil means
 	// DefaultCredentialStores(); an empty, non-nil slice protects none.
 	CredentialStores []string
+	// Risk grades every ask decision (Decision.Risk), in every mode. Nil
+	// means the Classifier when it is also a RiskAssessor (riskreview is).
+	Risk RiskAssessor
 }
 
 // Engine decides permissions. It keeps no cache of decisions: every
@@ -77,6 +80,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.ReviewTimeout <= 0 {
 		cfg.ReviewTimeout = 30 * time.Second
+	}
+	if cfg.Risk == nil {
+		cfg.Risk, _ = cfg.Classifier.(RiskAssessor)
 	}
 	creds := cfg.CredentialStores
 	if creds == nil {
@@ -375,18 +381,23 @@ func (x *evalCtx) pathsInScope() bool {
 // caller retries; nothing was counted); a wrapped store error when a
 // counter cannot be written. An error never means allow.
 func (e *Engine) Decide(ctx context.Context, req Request) (Decision, error) {
-	d, err := e.decide(ctx, req)
-	if d.Permission == lifecycle.PermissionDeny {
-		d.Sandbox = nil // nothing runs
-	}
-	return d, err
-}
-
-func (e *Engine) decide(ctx context.Context, req Request) (Decision, error) {
 	x, err := e.prepare(req)
 	if err != nil {
 		return Decision{}, err
 	}
+	d, err := e.decide(ctx, x)
+	if d.Permission == lifecycle.PermissionDeny {
+		d.Sandbox = nil // nothing runs
+	}
+	if err == nil && d.Permission == lifecycle.PermissionAsk {
+		// Every ask carries its risk for the person deciding; the
+		// assessment never changes the decision.
+		d.Risk = e.assess(ctx, x, d)
+	}
+	return d, err
+}
+
+func (e *Engine) decide(ctx context.Context, x *evalCtx) (Decision, error) {
 	res := e.evaluate(x)
 	d := e.decision(x, res)
 	switch res.out {
@@ -480,11 +491,7 @@ func (e *Engine) review(ctx context.Context, x *evalCtx, d Decision) (Decision, 
 		d.Reason = Reason{Source: SourceClassifier, Code: CodeNoClassifier, Detail: "auto mode has no automatic reviewer configured"}
 		return e.human(x, d), nil
 	}
-	in := ReviewInput{
-		ActionID: x.req.Call.ActionID, PolicyVersion: x.pol.Version, Mode: x.pol.Mode,
-		Trusted: x.req.Trusted, AdditionalDirectories: x.pol.AdditionalDirectories,
-		Tool: x.req.Call.Tool, Args: x.req.Call.Args, ArgsDigest: x.digest, scope: &x.scope,
-	}
+	in := e.reviewInput(x)
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.ReviewTimeout)
 	v, err := e.cfg.Classifier.Review(rctx, in)
 	if err == nil && !v.Valid() {

@@ -51,6 +51,9 @@ type ReviewInput struct {
 	Tool       string          `json:"tool"`
 	Args       json.RawMessage `json:"args"`
 	ArgsDigest string          `json:"args_digest"`
+	// Recent reads the execution's earlier calls (nil: none known); see
+	// Request.Recent.
+	Recent RecentCalls `json:"-"`
 
 	scope *Scope // the engine's scope (resolving with Config.FS); see Scope
 }

@@ -28,7 +28,10 @@ import (
 type askAll struct{}
 
 func (askAll) Decide(context.Context, actionflow.Action) (actionflow.Decision, error) {
-	return actionflow.Decision{Permission: lifecycle.PermissionAsk, PolicyVersion: "v1", Reason: actionflow.Reason{Source: "ask_rule", Code: "ask"}}, nil
+	return actionflow.Decision{Permission: lifecycle.PermissionAsk, PolicyVersion: "v1", Reason: actionflow.Reason{Source: "ask_rule", Code: "ask"},
+		Risk: &actionflow.Risk{Level: "high", Assessor: "riskreview", Reasons: []actionflow.RiskReason{
+			{Text: "pipes a download into sh", Category: "download_exec", Source: "riskreview"},
+			{Text: "it fetches and runs a remote script", Source: "bedrock:test", ModelGenerated: true}}}}, nil
 }
 func (askAll) Revalidate(context.Context, actionflow.Action, actionflow.Decision, actionflow.Approval) (actionflow.Decision, error) {
 	return actionflow.Decision{Permission: lifecycle.PermissionAllow}, nil
@@ -140,6 +143,12 @@ func TestClientCommands(t *testing.T) {
 	out, err = run(t, append(api, "approvals")...)
 	if err != nil || !strings.Contains(out, string(w.ApprovalID)) || !strings.Contains(out, "make deploy") {
 		t.Fatalf("approvals: %v\n%s", err, out)
+	}
+	// The risk of the asked call: its level stands out, a model's reason
+	// says it is model-generated.
+	if !strings.Contains(out, "risk HIGH\n      - pipes a download into sh\n") ||
+		!strings.Contains(out, "it fetches and runs a remote script (model-generated, bedrock:test)") {
+		t.Fatalf("approvals do not show the risk:\n%s", out)
 	}
 	out, err = run(t, append(api, "approve", string(w.ApprovalID))...)
 	if err != nil || !strings.Contains(out, "approved") || !tk.done["tok-1"] {

@@ -23,6 +23,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/replay"
 )
 
 func tokenCmd(o *options) *cobra.Command {
@@ -226,11 +227,32 @@ func approvalsCmd(o *options) *cobra.Command {
 				for _, ap := range aps {
 					fprintf(w, "%s  %s %s\n    reason %s/%s, policy %s, %s\n", ap.ApprovalID, ap.Tool, short(string(ap.Arguments), 100),
 						ap.Reason.Source, ap.Reason.Code, ap.PolicyVersion, ago(ap.CreatedAt))
+					printRisk(w, ap.Risk)
 				}
 			})
 		},
 	}
 	return o.setup(cmd, true)
+}
+
+// printRisk prints an approval's risk: the level (HIGH in capitals, so it
+// stands out in a list) and each reason, a model's marked as such.
+func printRisk(w io.Writer, r *actionflow.Risk) {
+	if r == nil {
+		return
+	}
+	level := r.Level
+	if level == "high" {
+		level = "HIGH"
+	}
+	fprintf(w, "    risk %s\n", level)
+	for _, rr := range r.Reasons {
+		note := ""
+		if rr.ModelGenerated {
+			note = " (model-generated, " + rr.Source + ")"
+		}
+		fprintf(w, "      - %s%s\n", short(rr.Text, 200), note)
+	}
 }
 
 func decideCmd(o *options, decision string) *cobra.Command {
@@ -554,7 +576,104 @@ func policyCmd(o *options) *cobra.Command {
 	f.Int64Var(&window, "restart-window", -1, "restart window in seconds: -1 unlimited, 0 disabled")
 	f.IntVar(&limit, "iteration-limit", 0, "iteration limit of executions that start without one: 0 none, 1..1000 (default: the service's)")
 	f.Int64Var(&idle, "idle-timeout", 0, "seconds after which an idle running execution ends failed (abandoned): 0 off, 60..2592000 (default: the service's)")
+	cmd.AddCommand(policyReplayCmd(o))
 	return o.setup(cmd, true)
+}
+
+// policyReplayCmd: lifecycle policy replay --file candidate.json --since 24h [--session S].
+func policyReplayCmd(o *options) *cobra.Command {
+	var file, since, until string
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Dry-run a candidate policy over the recorded actions of a window (nothing changes)",
+		Long: "Decides every recorded action since --since again under the candidate policy and prints how the\n" +
+			"decisions would change: counts per transition and the changed actions with both reasons. The automatic\n" +
+			"reviewer is not called again (recorded verdicts are reused). With --session, that session; without,\n" +
+			"the sessions the token may change the policy of (a human's own session).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return errors.New("--file is required: the candidate policy document (JSON)")
+			}
+			doc, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			from, err := pointInTime(since, now)
+			if err != nil {
+				return fmt.Errorf("--since: %w", err)
+			}
+			body := httpapi.ReplayBody{Policy: json.RawMessage(doc), Since: &from}
+			if until != "" {
+				to, err := pointInTime(until, now)
+				if err != nil {
+					return fmt.Errorf("--until: %w", err)
+				}
+				body.Until = &to
+			}
+			var rep replay.Report
+			if o.session != "" {
+				rep, err = c.ReplayPolicy(cmd.Context(), ids.SessionID(o.session), body)
+			} else {
+				rep, err = c.ReplayPolicyAll(cmd.Context(), body)
+			}
+			if err != nil {
+				return err
+			}
+			return o.print(rep, func(w io.Writer) { printReplay(w, rep) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "file", "", "the candidate policy document (JSON)")
+	f.StringVar(&since, "since", "24h", "the window's start: a duration back from now (24h, 90m) or an RFC 3339 time")
+	f.StringVar(&until, "until", "", "the window's end (default now): a duration back from now or an RFC 3339 time")
+	return o.setup(cmd, true)
+}
+
+// pointInTime reads "24h" (that long ago) or an RFC 3339 time.
+func pointInTime(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration back from now is positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (24h) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+func printReplay(w io.Writer, rep replay.Report) {
+	fprintf(w, "replay %s of policy %s (%s) over %s, %s to %s\n", rep.ReplayID, rep.CandidateVersion, rep.CandidateDigest,
+		strings.Join(sessionStrings(rep.Sessions), ", "), rep.Since.Format(time.RFC3339), rep.Until.Format(time.RFC3339))
+	fprintf(w, "%d actions replayed: %d unchanged, %d changed; %d skipped (refused before the permission engine, or undecided)\n",
+		rep.Replayed, rep.Unchanged, rep.Replayed-rep.Unchanged, rep.Skipped)
+	fprintf(w, "reviewer verdicts: %d recorded (reused), %d from the deterministic reviewer (no model)\n", rep.VerdictsRecorded, rep.VerdictsDeterministic)
+	for _, tr := range rep.Transitions {
+		fprintf(w, "  %-5s -> %-5s %6d\n", tr.From, tr.To, tr.Count)
+	}
+	for _, ch := range rep.Changes {
+		fprintf(w, "%s  %s -> %s  %s %s\n    live:      %s/%s %s\n    candidate: %s/%s %s\n", ch.ActionID, ch.From, ch.To, ch.Tool, short(ch.Summary, 100),
+			ch.Live.Source, ch.Live.Code, short(ch.Live.Detail, 160), ch.Candidate.Source, ch.Candidate.Code, short(ch.Candidate.Detail, 160))
+	}
+	if rep.ChangesTruncated {
+		fprintf(w, "(more changes than listed; the counts cover them all)\n")
+	}
+}
+
+func sessionStrings(ss []ids.SessionID) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
 }
 
 func hostCmd(o *options) *cobra.Command {

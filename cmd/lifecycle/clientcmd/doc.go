@@ -1,6 +1,7 @@
 // Package clientcmd holds the `lifecycle` CLI's client commands — token,
 // submit, show, approvals, approve, decline, questions, answer, reconcile,
-// command, activity, tail, policy and host — each a thin shell over package apiclient (or, for
+// command, activity, tail, policy (with policy replay: a dry run of a
+// candidate over a window of recorded actions) and host — each a thin shell over package apiclient (or, for
 // token, package auth with the key under the state directory). The
 // root command adds them with AddTo.
 //
@@ -14,7 +15,8 @@
 //
 // Output is for people by default and JSON with --json. The API address
 // and token come from --api/--token or LIFECYCLE_API/LIFECYCLE_TOKEN; the
-// session defaults to the one the token is scoped to.
+// session defaults to the one the token is scoped to. approvals prints each
+// approval's risk (level, HIGH in capitals, and reasons; a model's marked).
 //
 // What it must never do: decide anything itself (authorization is the
 // API's), send an approval without the exact digest of the arguments it

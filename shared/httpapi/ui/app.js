@@ -48,6 +48,7 @@ import { DecisionCard } from "./cards.js";
 import { EndForm, endLabel } from "./end.js";
 import { ReconcileCard } from "./reconcile.js";
 import { QuestionPanels, questionReceipt } from "./panels.js";
+import { mountPolicy } from "./policy.js";
 import { h, plural, short, time } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -198,6 +199,7 @@ function openSession(token, c, session) {
       renderDetails(s);
     },
   });
+  s.policy = mountPolicy({ box: $("policy"), button: $("policy-open"), client: s.client, session, canReplay: canAct(s), live: () => live(s) });
   $("login").hidden = true;
   $("app").hidden = false;
   $("forget").hidden = false;

@@ -36,6 +36,19 @@ function commandOf(args) {
   return "";
 }
 
+// riskBlock shows the reviewer's risk of the asked call: its level (high
+// stands out: a red band and a "High risk" label, not only a colour) and
+// its plain reasons; a model's reasons say they are model-generated.
+function riskBlock(risk) {
+  if (!risk || !risk.level) return null;
+  const label = { low: "Low risk", medium: "Medium risk", high: "High risk" }[risk.level] || risk.level;
+  return h("section", { class: "risk risk-" + risk.level, "data-risk": risk.level, "aria-label": label },
+    h("p", { class: "risk-level" }, risk.level === "high" ? "⚠ " : "", h("strong", { text: label })),
+    h("ul", { class: "risk-reasons" }, (risk.reasons || []).map((r) =>
+      h("li", { class: r.model_generated ? "model" : "", "data-source": r.source },
+        r.text, r.model_generated ? h("span", { class: "model-note", text: " (model-generated, " + r.source + ")" }) : null))));
+}
+
 function by(p) {
   if (!p) return "";
   return " by " + p.subject + (p.origin ? " (" + p.origin + ")" : "");
@@ -67,12 +80,13 @@ export class DecisionCard {
     this.dismissBtn = h("button", { type: "button", class: "link dismiss", hidden: true, text: "Dismiss",
       "aria-label": "Dismiss this receipt", onclick: () => this.ctx.onDismiss(this) });
     const reason = ap.reason || {};
-    this.el = h("article", { class: "card", "data-approval-id": this.id, "data-action-id": ap.action_id,
+    this.el = h("article", { class: "card" + (ap.risk && ap.risk.level === "high" ? " high-risk" : ""), "data-approval-id": this.id, "data-action-id": ap.action_id,
       "data-execution-id": ap.execution_id, "data-state": this.state, "aria-labelledby": titleID },
       h("header", { class: "card-head" },
         this.titleEl = h("h3", { id: titleID }, "Approve ", h("code", { class: "tool", text: ap.tool }), "?"),
         h("span", { class: "badge waiting", text: "Waiting for your response" })),
       cmd ? h("pre", { class: "command", "aria-label": "Command" }, h("code", { text: cmd })) : null,
+      riskBlock(ap.risk),
       h("details", { class: "args", open: !cmd || Object.keys(ap.arguments || {}).length > 1 },
         h("summary", { text: "Exact arguments" }),
         h("pre", { text: JSON.stringify(ap.arguments, null, 2) })),

@@ -39,7 +39,17 @@
 //     find-*-password, secret-tool), token printers (gh auth token, gcloud
 //     auth print-access-token, aws configure get);
 //   - download_exec: a download piped or substituted into an interpreter
-//     (curl ... | sh, wget -O- | bash, bash <(curl ...), eval "$(curl ...)");
+//     (curl ... | sh, wget -O- | bash, bash <(curl ...), eval "$(curl ...)"),
+//     and a download in an earlier call of the same execution run by this
+//     one (curl -o x.sh URL, then bash x.sh; curl -LO URL/x, then chmod +x
+//     x; ./x; wget URL/i.sh, then sh i.sh; curl URL > t.py, then python3
+//     t.py): the local files a call runs (a command named by a path, the
+//     script operand of a shell or interpreter) are compared, lexically in
+//     the trusted scope, with the files the execution's last MaxPriorCalls
+//     calls downloaded (curl -o/-O, wget -O/-P or its default name, a
+//     download's redirection), read through permission.ReviewInput.Recent
+//     only when the call runs a local file; denied and never-started calls
+//     do not count;
 //   - history_rewrite: git push --force (or +refspec, --delete) to a shared
 //     branch (main, master, develop, trunk, release*, prod*, staging) or to
 //     an unnamed branch, git reset --hard;
@@ -152,6 +162,19 @@
 // the host tools accept (bash, read_file, write_file, edit_file) are
 // reviewed exactly as Bash, Read, Write and Edit (identity.CanonicalTool):
 // the host runs them as those tools and the engine's rules judge them so.
+//
+// # Risk (every ask)
+//
+// Assess (permission.RiskAssessor) grades every asked call with the same
+// analysis, collecting every known risk: high for destructive,
+// download_exec, credential_access, exfiltration, security_disable and
+// privilege_escalation; medium for the other risks, for input it cannot
+// analyse, and for anything not proven safe (the reason says what was not
+// proven); low for what the known-safe analysis proves. With a model
+// (WithModel), the model's reason is added marked model-generated (the
+// decision's own model verdict in auto mode, else one review bounded by 15
+// s whose failure adds nothing); it never sets the level. Assess never
+// decides anything.
 //
 // Input it cannot judge (over permission.MaxReviewBytes, Bash that does not
 // parse, arguments that are not an object, a cancelled context) is a

@@ -71,28 +71,62 @@ type finding struct {
 	category, reason string
 }
 
-// Review judges one call: a known risk is a block; a call the known-safe
-// analysis proves safe is an allow; anything else goes to the model, or
-// without one is VerdictUnproven with the reason it was not proven.
+// Review judges one call: a known risk is a block (a download an earlier
+// call of the execution made, run by this one, included); a call the
+// known-safe analysis proves safe is an allow; anything else goes to the
+// model, or without one is VerdictUnproven with the reason it was not
+// proven.
 func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permission.Verdict, error) {
+	a, err := r.analyse(ctx, in, false)
+	if err != nil {
+		return permission.Verdict{}, err
+	}
+	if len(a.findings) > 0 {
+		f := a.findings[0]
+		return permission.Verdict{Kind: permission.VerdictBlock, Category: f.category, Reason: f.reason, Reviewer: Name}, nil
+	}
+	if a.safe {
+		return permission.Verdict{Kind: permission.VerdictAllow, Reason: "proven safe by the known-safe analysis", Reviewer: Name}, nil
+	}
+	if r.model != nil {
+		return r.model.Review(ctx, in)
+	}
+	return permission.Verdict{Kind: permission.VerdictUnproven, Category: NotProvenSafe, Reason: a.why, Reviewer: Name}, nil
+}
+
+// analysis is what the deterministic review found.
+type analysis struct {
+	// findings are the known risks, the one Review blocks on first; all
+	// of them only when asked for (Assess).
+	findings []finding
+	safe     bool
+	why      string // why it is not proven safe
+}
+
+// analyse runs the deterministic review of one call; all collects every
+// known risk instead of the first.
+func (r *Reviewer) analyse(ctx context.Context, in permission.ReviewInput, all bool) (analysis, error) {
+	var a analysis
 	if err := ctx.Err(); err != nil {
-		return permission.Verdict{}, permission.AsNoVerdict(ctx, Name, err)
+		return a, permission.AsNoVerdict(ctx, Name, err)
 	}
 	if len(in.Args) > permission.MaxReviewBytes {
-		return permission.Verdict{}, &permission.NoVerdictError{Reviewer: Name, Kind: permission.NoVerdictOversized,
+		return a, &permission.NoVerdictError{Reviewer: Name, Kind: permission.NoVerdictOversized,
 			Err: fmt.Errorf("arguments are %d bytes, more than %d", len(in.Args), permission.MaxReviewBytes)}
 	}
 	var args map[string]any
 	dec := json.NewDecoder(bytes.NewReader(in.Args))
 	dec.UseNumber()
 	if err := dec.Decode(&args); err != nil || args == nil {
-		return permission.Verdict{}, &permission.NoVerdictError{Reviewer: Name, Kind: permission.NoVerdictUnparseable,
+		return a, &permission.NoVerdictError{Reviewer: Name, Kind: permission.NoVerdictUnparseable,
 			Err: errors.New("arguments are not a JSON object")}
 	}
-	rv := reviewer{scope: in.Scope()}
-	var f *finding
-	var safe bool
-	var why string
+	rv := reviewer{scope: in.Scope(), lexical: permission.NewScope(in.Trusted, in.AdditionalDirectories)}
+	add := func(f *finding) {
+		if f != nil {
+			a.findings = append(a.findings, *f)
+		}
+	}
 	// bash, read_file, write_file and edit_file run exactly as Bash, Read,
 	// Write and Edit, and the engine's rules judge them so: review them so.
 	tool := identity.CanonicalTool(in.Tool)
@@ -106,36 +140,44 @@ func (r *Reviewer) Review(ctx context.Context, in permission.ReviewInput) (permi
 			if errors.As(err, &tl) {
 				kind = permission.NoVerdictOversized
 			}
-			return permission.Verdict{}, &permission.NoVerdictError{Reviewer: Name, Kind: kind, Err: err}
+			return a, &permission.NoVerdictError{Reviewer: Name, Kind: kind, Err: err}
 		}
-		if f = rv.bash(prog); f == nil {
-			safe, why = rv.safeBash(prog)
+		if all {
+			for _, f := range rv.bashAll(prog) {
+				add(&f)
+			}
+		} else {
+			add(rv.bash(prog))
+		}
+		if len(a.findings) == 0 || all {
+			f, err := rv.staged(ctx, prog, in.Recent)
+			if err != nil {
+				return a, &permission.NoVerdictError{Reviewer: Name, Kind: permission.NoVerdictProvider, Err: err}
+			}
+			add(f)
+		}
+		if len(a.findings) == 0 {
+			a.safe, a.why = rv.safeBash(prog)
 		}
 	case "Read", "NotebookRead", "Grep", "Glob", "LS":
-		if f = rv.fileRead(args); f == nil {
-			safe, why = rv.safeRead(tool, args)
+		if add(rv.fileRead(args)); len(a.findings) == 0 {
+			a.safe, a.why = rv.safeRead(tool, args)
 		}
 	case "Edit", "MultiEdit", "Write", "NotebookEdit":
-		if f = rv.fileWrite(args); f == nil {
-			safe, why = rv.safeWrite(args)
+		if add(rv.fileWrite(args)); len(a.findings) == 0 {
+			a.safe, a.why = rv.safeWrite(args)
 		}
 	default:
-		why = fmt.Sprintf("%s is not a tool the known-safe analysis covers (only Bash and the file tools are analysed)", in.Tool)
+		a.why = fmt.Sprintf("%s is not a tool the known-safe analysis covers (only Bash and the file tools are analysed)", in.Tool)
 	}
-	if f != nil {
-		return permission.Verdict{Kind: permission.VerdictBlock, Category: f.category, Reason: f.reason, Reviewer: Name}, nil
-	}
-	if safe {
-		return permission.Verdict{Kind: permission.VerdictAllow, Reason: "proven safe by the known-safe analysis", Reviewer: Name}, nil
-	}
-	if r.model != nil {
-		return r.model.Review(ctx, in)
-	}
-	return permission.Verdict{Kind: permission.VerdictUnproven, Category: NotProvenSafe, Reason: why, Reviewer: Name}, nil
+	return a, nil
 }
 
 type reviewer struct {
 	scope permission.Scope
+	// lexical is the same scope without the file system, for comparing
+	// paths across calls (staged).
+	lexical permission.Scope
 }
 
 // writable: inside the project scope, a temporary directory or a harmless
@@ -250,6 +292,36 @@ func set(names ...string) map[string]bool {
 		m[n] = true
 	}
 	return m
+}
+
+// bashAll is every known risk of a program, in bash's order (each
+// command line's first), without repeats.
+func (rv reviewer) bashAll(prog *bashscan.Program) []finding {
+	var out []finding
+	seen := map[string]bool{}
+	add := func(f *finding) {
+		if f != nil && !seen[f.reason] {
+			seen[f.reason] = true
+			out = append(out, *f)
+		}
+	}
+	add(forkBomb(prog))
+	add(downloadExec(prog))
+	if c, ok := prog.Opaque(); ok {
+		add(&finding{ComputedCommand, fmt.Sprintf("%q: %s", c.Text(), c.OpaqueReason)})
+		return out
+	}
+	for i := range prog.Commands {
+		c := &prog.Commands[i]
+		for _, iv := range c.Invocations {
+			if iv.Script || len(iv.Words) == 0 {
+				continue
+			}
+			add(rv.invocation(prog, iv))
+		}
+	}
+	add(rv.paths(prog))
+	return out
 }
 
 func (rv reviewer) bash(prog *bashscan.Program) *finding {
