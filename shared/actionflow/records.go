@@ -155,6 +155,10 @@ type Action struct {
 	ApprovalID ids.ApprovalID    `json:"approval_id,omitempty"`
 	Start      *StartEvidence    `json:"start,omitempty"`
 	Host       *HostTask         `json:"host,omitempty"`
+	// Revision is the revision its state machine was started on (empty:
+	// not started yet, or started before revisions were recorded); its
+	// receipt keeps it (provenance).
+	Revision ids.RevisionID `json:"revision,omitempty"`
 	// Result is the dispatch result as the owning attempt learned it (the
 	// sync executor's return, or the result a host worker posted), written
 	// by that attempt with its fence before the state machine hears of it,
@@ -264,7 +268,9 @@ type Receipt struct {
 	Tool          string          `json:"tool"`
 	ArgsDigest    string          `json:"args_digest"`
 	PolicyVersion string          `json:"policy_version"`
-	Start         *StartEvidence  `json:"start,omitempty"`
+	// Revision is the revision whose state machine produced the receipt.
+	Revision ids.RevisionID `json:"revision,omitempty"`
+	Start    *StartEvidence `json:"start,omitempty"`
 	// ToolResult is the sealed result (its fields appear at the top level
 	// of the receipt's JSON).
 	ToolResult
@@ -292,9 +298,12 @@ type Checkpoint struct {
 	// Reconciled counts reconciliations of unknown outcomes folded in. They
 	// do not touch RecentFailures: a person's account is not a
 	// deterministic failure of the executor.
-	Reconciled int64     `json:"reconciled,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	Version    int64     `json:"-"`
+	Reconciled int64 `json:"reconciled,omitempty"`
+	// Revision is the revision of the receipt folded last (provenance of
+	// this version of the cursor).
+	Revision  ids.RevisionID `json:"revision,omitempty"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Version   int64          `json:"-"`
 }
 
 // foldedBound bounds Checkpoint.Folded (every record reads and writes it).
