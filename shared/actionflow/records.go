@@ -159,6 +159,12 @@ type Action struct {
 	// not started yet, or started before revisions were recorded); its
 	// receipt keeps it (provenance).
 	Revision ids.RevisionID `json:"revision,omitempty"`
+	// Machine names its current state machine execution when that is not
+	// the action id: the machine an approval handed it off to (Handoff).
+	Machine string `json:"machine,omitempty"`
+	// Handoff records the last move of the action to another revision's
+	// machine at its approval boundary (revisions.go, use_latest).
+	Handoff *Handoff `json:"handoff,omitempty"`
 	// Result is the dispatch result as the owning attempt learned it (the
 	// sync executor's return, or the result a host worker posted), written
 	// by that attempt with its fence before the state machine hears of it,
@@ -179,6 +185,29 @@ type Action struct {
 	// Fence is the item's stored fence, kept on every write so an unfenced
 	// write never erases the dispatch attempt's fence.
 	Fence int64 `json:"-"`
+}
+
+// MachineName is the name of the action's current state machine
+// execution: the action id, or the machine it was handed off to.
+func (a Action) MachineName() string {
+	if a.Machine != "" {
+		return a.Machine
+	}
+	return string(a.ActionID)
+}
+
+// Handoff is an action's move, at an approved approval and before any
+// start evidence, from the machine of one revision to a new machine of
+// the revision its execution adopted.
+type Handoff struct {
+	FromMachine  string         `json:"from_machine"`
+	FromRevision ids.RevisionID `json:"from_revision"`
+	// FromWait identifies the old machine's approval wait (a digest of
+	// its task token, never the token): that wait is never completed (its
+	// machine is stopped), so the decision is not resent there.
+	FromWait   string         `json:"from_wait"`
+	ApprovalID ids.ApprovalID `json:"approval_id"`
+	At         time.Time      `json:"at"`
 }
 
 // Closure says why an action will never be dispatched.

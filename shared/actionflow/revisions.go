@@ -2,11 +2,16 @@ package actionflow
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/openprogram/lifecycle/shared/ids"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
@@ -57,10 +62,14 @@ type Revisions interface {
 	// active revision is active; when not, the differences say why, one
 	// per line, for people.
 	CanResume(ctx context.Context, candidate, active ids.RevisionID) (ok bool, differences []string, err error)
-	// StartOn starts the action's state machine execution (name = action
-	// id, idempotent) on rev's state machine version. An error wrapping
+	// StartOn starts the state machine execution named machine (the
+	// action id, or the machine of a handoff; idempotent by name) on
+	// rev's state machine version. An error wrapping
 	// ErrRevisionUnavailable means rev is not loadable; nothing started.
-	StartOn(ctx context.Context, a ids.ActionID, rev ids.RevisionID, input []byte) error
+	StartOn(ctx context.Context, machine string, rev ids.RevisionID, input []byte) error
+	// Stop stops the state machine execution named machine (a handed-off
+	// action's old machine); one that does not exist or ended is no error.
+	Stop(ctx context.Context, machine, cause string) error
 }
 
 // RevisionBlock is why an execution is paused by its revision policy.
@@ -196,18 +205,25 @@ func (s *Service) startRecordedOn(ctx context.Context, a Action, rev ids.Revisio
 	return s.startRecorded(ctx, a, in)
 }
 
-// startRecorded starts a's machine on a.Revision. When that revision
+// startRecorded starts a's machine on a.Revision (after stopping the
+// machine a handoff moved it from, in case a crash came between the
+// handoff's record and that stop). When that revision
 // cannot be loaded nothing started: the recorded revision is cleared (so
 // Continue selects again) and the execution pauses revision_unavailable;
 // new code is never run in its place.
 func (s *Service) startRecorded(ctx context.Context, a Action, in []byte) error {
-	err := s.cfg.Revisions.StartOn(ctx, a.ActionID, a.Revision, in)
+	if a.Handoff != nil {
+		if err := s.cfg.Revisions.Stop(ctx, a.Handoff.FromMachine, "handed off to revision "+string(a.Revision)); err != nil {
+			return fmt.Errorf("stop %s before its handoff: %w", a.Handoff.FromMachine, err)
+		}
+	}
+	err := s.cfg.Revisions.StartOn(ctx, a.MachineName(), a.Revision, in)
 	if !errors.Is(err, ErrRevisionUnavailable) {
 		return err
 	}
 	if _, uerr := s.updateAction(ctx, a.ActionID, 0, func(x *Action) error {
-		if x.Revision != a.Revision || x.Start != nil || x.Closed != nil {
-			return errStop
+		if x.Revision != a.Revision || x.Start != nil || x.Closed != nil || x.Handoff != nil {
+			return errStop // a handed-off machine keeps its revision: Continue selects again at its approval
 		}
 		x.Revision = ""
 		return nil
@@ -293,8 +309,9 @@ func (s *Service) saveExecutionWithEvent(ctx context.Context, next *Execution, e
 }
 
 // StartHeld starts the actions of exec a revision block held (prepared,
-// no revision selected, not closed), selecting their revision now: what
-// Continue does after clearing the block. The recovery sweeper starts any
+// no revision selected, not closed), selecting their revision now, and
+// carries approved approvals held at their boundary to their machines
+// (ResendDecision): what Continue does after clearing the block. The recovery sweeper starts any
 // it misses (their machines do not exist). Idempotent.
 func (s *Service) StartHeld(ctx context.Context, exec ids.ExecutionID) error {
 	if s.cfg.Revisions == nil {
@@ -307,10 +324,17 @@ func (s *Service) StartHeld(ctx context.Context, exec ids.ExecutionID) error {
 			return err
 		}
 		for _, a := range page {
-			if a.ExecutionID != exec || a.Revision != "" || a.Start != nil || a.Closed != nil {
+			if a.ExecutionID != exec || a.Start != nil || a.Closed != nil {
 				continue
 			}
-			if err := s.start(ctx, a); err != nil {
+			var err error
+			switch {
+			case a.Revision == "":
+				err = s.start(ctx, a)
+			case a.States.Permission == lifecycle.PermissionAsk:
+				_, err = s.ResendDecision(ctx, a.ActionID) // an approved wait held at its boundary
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -319,4 +343,109 @@ func (s *Service) StartHeld(ctx context.Context, exec ids.ExecutionID) error {
 		}
 		after = next
 	}
+}
+
+// resumeApproved carries an approved approval of a to its machine: the
+// approval boundary is a safe boundary (no start evidence exists), so the
+// revision is selected again there, as for a new action.
+//
+//   - the selected revision is the one a's machine runs (keep_original,
+//     or use_latest with nothing newer): the decision completes that
+//     machine's wait (SendTaskSuccess);
+//   - use_latest adopted a newer compatible revision: a is handed off.
+//     The handoff is recorded on the action (its new machine, its
+//     revision, the old wait), the old machine is stopped before it
+//     revalidates, and a machine of the adopted revision starts; its
+//     approval step finds the approved approval and completes its own
+//     wait at once (awaitApproval), so the rest of the action (revalidate,
+//     dispatch, record) runs on the adopted revision;
+//   - the execution is blocked (incompatible, unavailable): nothing is
+//     sent, the approval stays approved, a is held, and Continue brings it
+//     back here.
+//
+// sent reports whether a wait was completed or a handoff made.
+func (s *Service) resumeApproved(ctx context.Context, a Action, ap Approval) (sent bool, err error) {
+	success := func() error {
+		return s.cfg.Tasks.SendTaskSuccess(ctx, ap.TaskToken, encode(AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}))
+	}
+	if s.cfg.Revisions == nil || a.Revision == "" {
+		return true, success()
+	}
+	if a.Handoff != nil && a.Handoff.FromWait == waitDigest(ap.TaskToken) {
+		return false, nil // the handed-off machine's approval step takes it from here
+	}
+	for i := 0; ; i++ {
+		e, err := s.GetExecution(ctx, a.ExecutionID)
+		if err != nil {
+			return false, err
+		}
+		if !e.Status.Open() || e.Status == ExecCancelling {
+			return true, success() // its revalidation refuses it on the machine it has
+		}
+		if e.Status == ExecPaused && e.PauseOwner == PauseByRevision {
+			err = s.holdForRevision(ctx, e, a.ActionID, nil)
+		} else {
+			rev, block, serr := s.selectRevision(ctx, e)
+			switch {
+			case serr != nil:
+				return false, serr
+			case block != nil:
+				err = s.holdForRevision(ctx, e, a.ActionID, block)
+			case rev != e.ActiveRevision:
+				if err = s.adoptRevision(ctx, e, rev, a.ActionID); err == nil {
+					continue
+				}
+			case rev == a.Revision:
+				return true, success()
+			default:
+				return true, s.handOff(ctx, a, ap, rev)
+			}
+		}
+		var vc *store.VersionConflictError
+		if errors.As(err, &vc) && i < 8 {
+			continue
+		}
+		return false, err
+	}
+}
+
+// handOff moves a, approved and without start evidence, to a machine of
+// rev: record, stop the old machine, start the new one (startRecorded).
+// A crash anywhere is finished by the recovery sweeper, which starts the
+// recorded machine (stopping the old one first) when it does not exist.
+func (s *Service) handOff(ctx context.Context, a Action, ap Approval, rev ids.RevisionID) error {
+	from, fromRev := a.MachineName(), a.Revision
+	saved, _, _, err := s.updateWithEvent(ctx, a.ActionID, nil, 0, func(x *Action) error {
+		if x.Start != nil || x.Closed != nil {
+			return &ConflictError{Code: "action_started", Msg: "the action started or closed; it is not handed off"}
+		}
+		if x.Revision == rev {
+			return errStop // handed off already
+		}
+		n := 1
+		if x.Handoff != nil {
+			if i := strings.LastIndex(x.Machine, "-r"); i >= 0 {
+				n, _ = strconv.Atoi(x.Machine[i+2:])
+				n++
+			}
+		}
+		x.Handoff = &Handoff{FromMachine: from, FromRevision: fromRev, FromWait: waitDigest(ap.TaskToken), ApprovalID: ap.ApprovalID, At: s.now()}
+		x.Machine, x.Revision = fmt.Sprintf("%s-r%d", x.ActionID, n), rev
+		return nil
+	}, func(x *Action) (Event, any) {
+		return Event{Type: "action.handed_off", SessionID: x.SessionID, ExecutionID: x.ExecutionID, ActionID: x.ActionID},
+			map[string]any{"from_machine": from, "from_revision": fromRev, "machine": x.Machine, "revision": rev, "approval_id": ap.ApprovalID}
+	})
+	if err != nil {
+		return fmt.Errorf("hand %s off to %s: %w", a.ActionID, rev, err)
+	}
+	s.logFor(&saved).Info("approved action handed off to the adopted revision", "from_machine", from, "from_revision", fromRev,
+		"machine", saved.Machine, "revision", rev)
+	return s.startRecorded(ctx, saved, encode(StepInput{ActionID: saved.ActionID, ExecutionID: saved.ExecutionID}))
+}
+
+// waitDigest identifies a task token without keeping it.
+func waitDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:12])
 }

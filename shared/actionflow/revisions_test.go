@@ -151,3 +151,80 @@ func TestAdoptedRevisionIsRetained(t *testing.T) {
 		t.Fatalf("%d execution.revision_adopted events to rev_b", adopted)
 	}
 }
+
+// An approval opened under A and approved after B was deployed: the
+// approval boundary selects the revision again.
+func TestApprovalBoundarySelectsRevision(t *testing.T) {
+	cases := []struct {
+		name     string
+		policy   string
+		resumes  []ids.RevisionID // what B can resume
+		machines []ids.RevisionID // the revisions the action's machines ran on, in order
+		receipt  ids.RevisionID   // "": none (held)
+		status   actionflow.ExecutionStatus
+	}{
+		{"keep_original finishes on A", actionflow.KeepOriginal, []ids.RevisionID{"rev_a"}, []ids.RevisionID{"rev_a"}, "rev_a", actionflow.ExecRunning},
+		{"use_latest hands the approved action off to B", actionflow.UseLatest, []ids.RevisionID{"rev_a"}, []ids.RevisionID{"rev_a", "rev_b"}, "rev_b", actionflow.ExecRunning},
+		{"use_latest with an incompatible B holds it paused", actionflow.UseLatest, nil, []ids.RevisionID{"rev_a"}, "", actionflow.ExecPaused},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			w, revs := revWorld(t, tc.policy)
+			p := w.Start(t)
+			a, err := p.Submit(ctx, revSession, "", flowtest.ToolAsk, `{"path":"a.txt"}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Engine.Drain(ctx)
+			revs.SetLive("rev_b", tc.resumes...)
+			p = w.Start(t) // the restart with B
+			if n, err := p.DecidePending(ctx, revSession, actionflow.DecisionApprove); err != nil || n != 1 {
+				t.Fatalf("decided %d: %v", n, err)
+			}
+			if err := p.Engine.Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var ran []ids.RevisionID
+			ran = append(ran, revs.StartedOn(a.ActionID)...)
+			ran = append(ran, revs.StartedOn(ids.ActionID(string(a.ActionID)+"-r1"))...)
+			if !slices.Equal(ran, tc.machines) {
+				t.Fatalf("machines on %v, want %v", ran, tc.machines)
+			}
+			rc, err := p.Flow.GetReceipt(ctx, a.ActionID)
+			if tc.receipt == "" {
+				if err == nil {
+					t.Fatalf("a held action has a receipt %+v", rc)
+				}
+			} else if err != nil || rc.Revision != tc.receipt || w.Sync.Calls()[a.ActionID] != 1 {
+				t.Fatalf("receipt %+v %v, executor calls %d", rc, err, w.Sync.Calls()[a.ActionID])
+			}
+			e, _ := p.Flow.GetExecution(ctx, a.ExecutionID)
+			if e.Status != tc.status {
+				t.Fatalf("execution %s (%s)", e.Status, e.PauseReason)
+			}
+			if len(tc.machines) == 2 {
+				// A's machine was stopped at its wait, before it revalidated.
+				if st, _ := p.Engine.Status(ctx, a.ActionID); st != flowtest.Aborted {
+					t.Fatalf("A's machine is %s", st)
+				}
+				if e.ActiveRevision != "rev_b" {
+					t.Fatalf("active revision %q", e.ActiveRevision)
+				}
+			}
+			if tc.status == actionflow.ExecPaused {
+				if e.RevisionBlock == nil || e.RevisionBlock.Reason != actionflow.RevisionIncompatible || !slices.Contains(e.RevisionBlock.Held, a.ActionID) {
+					t.Fatalf("block %+v", e.RevisionBlock)
+				}
+				// The sweeper's resend of the durable decision does not run it on A either.
+				if sent, err := p.Flow.ResendDecision(ctx, a.ActionID); sent || err != nil {
+					t.Fatalf("resend while blocked: %v %v", sent, err)
+				}
+				p.Engine.Drain(ctx)
+				if st, _ := p.Engine.State(ctx, a.ActionID); st != "AwaitApproval" {
+					t.Fatalf("A's machine moved on to %s", st)
+				}
+			}
+		})
+	}
+}

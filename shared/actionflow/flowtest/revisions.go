@@ -70,7 +70,19 @@ func (r *Revisions) CanResume(_ context.Context, candidate, active ids.RevisionI
 	return false, []string{fmt.Sprintf("%s does not resume %s", candidate, active)}, nil
 }
 
-func (r *Revisions) StartOn(ctx context.Context, a ids.ActionID, rev ids.RevisionID, input []byte) error {
+// Stop stops a machine (the fake engine's Stop).
+func (r *Revisions) Stop(ctx context.Context, machine, cause string) error {
+	r.mu.Lock()
+	st := r.starter
+	r.mu.Unlock()
+	if eng, ok := st.(*Engine); ok {
+		return eng.Stop(ctx, ids.ActionID(machine), cause)
+	}
+	return nil
+}
+
+func (r *Revisions) StartOn(ctx context.Context, machine string, rev ids.RevisionID, input []byte) error {
+	a := ids.ActionID(machine)
 	r.mu.Lock()
 	if r.gone[rev] {
 		r.mu.Unlock()
