@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -41,6 +42,31 @@ func (c *Client) StartAction(ctx context.Context, a ids.ActionID, input []byte) 
 	}
 	if err != nil {
 		return fmt.Errorf("start execution %s: %w", a, err)
+	}
+	return nil
+}
+
+// StartActionOn is StartAction on a version or an alias of the state
+// machine (its ARN: "<StateMachineARN>:<version>" or ":<alias>"): the
+// execution runs the definition of that version, or of the version the
+// alias routes to, and is still named after the action (its ARN does not
+// change). The same idempotency as StartAction.
+func (c *Client) StartActionOn(ctx context.Context, a ids.ActionID, target string, input []byte) error {
+	qualifier, ok := strings.CutPrefix(target, c.StateMachineARN+":")
+	if !ok || qualifier == "" || strings.Contains(qualifier, ":") {
+		return fmt.Errorf("start execution %s: %q is not a version or alias ARN of %s", a, target, c.StateMachineARN)
+	}
+	_, err := c.SFN.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(target),
+		Name:            aws.String(string(a)),
+		Input:           aws.String(string(input)),
+	})
+	var exists *types.ExecutionAlreadyExists
+	if errors.As(err, &exists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start execution %s on %s: %w", a, target, err)
 	}
 	return nil
 }

@@ -2,4 +2,6 @@
 // lifecycle's Starter, TaskCompleter and TaskHeartbeater ports. The same
 // code talks to AWS Step Functions and to the embedded engine
 // (AWS_ENDPOINT_URL_SFN), so the local stack exercises the real client.
+// StartActionOn starts on a state machine version or alias (issue 15: an
+// action runs on the version its execution recorded, or on `live`).
 package sfnclient

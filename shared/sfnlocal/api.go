@@ -24,9 +24,12 @@ import (
 // StartExecution, DescribeExecution, GetExecutionHistory, StopExecution,
 // SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat, ListExecutions, and
 // the read API consoles and toolkits use: ListStateMachines,
-// DescribeStateMachine, DescribeStateMachineForExecution,
-// ListStateMachineVersions, ListStateMachineAliases (both empty) and
-// ValidateStateMachineDefinition.
+// DescribeStateMachine, DescribeStateMachineForExecution and
+// ValidateStateMachineDefinition, and versions and aliases:
+// PublishStateMachineVersion, ListStateMachineVersions,
+// DeleteStateMachineVersion, CreateStateMachineAlias,
+// UpdateStateMachineAlias, DescribeStateMachineAlias,
+// ListStateMachineAliases, DeleteStateMachineAlias.
 // Errors carry the "__type" the SDK turns into its typed errors
 // (*types.ExecutionAlreadyExists, *types.TaskDoesNotExist, ...).
 // Requests are not authenticated: serve it on loopback only.
@@ -145,7 +148,7 @@ func (e *Engine) dispatch(ctx context.Context, op string, body []byte) (any, err
 		if err := decode(&in); err != nil {
 			return nil, err
 		}
-		return e.describeStateMachine(in.StateMachineArn)
+		return e.describeStateMachine(ctx, in.StateMachineArn)
 	case "DescribeStateMachineForExecution":
 		var in executionArnInput
 		if err := decode(&in); err != nil {
@@ -157,11 +160,45 @@ func (e *Engine) dispatch(ctx context.Context, op string, body []byte) (any, err
 		if err := decode(&in); err != nil {
 			return nil, err
 		}
-		field := "stateMachineVersions"
 		if op == "ListStateMachineAliases" {
-			field = "stateMachineAliases"
+			return e.listAliases(ctx, in)
 		}
-		return e.listVersionsOrAliases(field, in)
+		return e.listVersions(ctx, in)
+	case "PublishStateMachineVersion":
+		var in publishInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return e.publishVersion(ctx, in)
+	case "DeleteStateMachineVersion":
+		var in struct {
+			StateMachineVersionArn string `json:"stateMachineVersionArn"`
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return e.deleteVersion(ctx, in.StateMachineVersionArn)
+	case "CreateStateMachineAlias":
+		var in createAliasInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return e.createAlias(ctx, in)
+	case "UpdateStateMachineAlias":
+		var in updateAliasInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return e.updateAlias(ctx, in)
+	case "DescribeStateMachineAlias", "DeleteStateMachineAlias":
+		var in aliasArnInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		if op == "DeleteStateMachineAlias" {
+			return e.deleteAlias(ctx, in.StateMachineAliasArn)
+		}
+		return e.describeAlias(ctx, in.StateMachineAliasArn)
 	case "ValidateStateMachineDefinition":
 		var in validateInput
 		if err := decode(&in); err != nil {
@@ -233,7 +270,8 @@ func (e *Engine) executionName(arn string) (string, error) {
 }
 
 func (e *Engine) startExecution(ctx context.Context, in startExecutionInput) (any, error) {
-	if err := e.checkStateMachine(in.StateMachineArn); err != nil {
+	t, err := e.parseTarget(in.StateMachineArn)
+	if err != nil {
 		return nil, err
 	}
 	name := in.Name
@@ -272,16 +310,25 @@ func (e *Engine) startExecution(ctx context.Context, in startExecutionInput) (an
 		return repeat(r)
 	}
 
+	if t != (target{}) {
+		// The version must not be deleted before the execution is written.
+		e.versionsMu.RLock()
+		defer e.versionsMu.RUnlock()
+	}
+	d, digest, version, err := e.resolveStart(ctx, in.StateMachineArn, t)
+	if err != nil {
+		return nil, err
+	}
 	now := e.clock.Now()
-	w := &record{StateMachine: e.smName, Name: name, Input: input, Start: ms(now), Status: statusRunning}
-	if e.sm.TimeoutSeconds > 0 {
-		w.Deadline = ms(now) + e.sm.TimeoutSeconds*1000
+	w := &record{StateMachine: e.smName, Name: name, Input: input, Start: ms(now), Status: statusRunning, Def: digest, Ver: version, Alias: t.alias}
+	if d.sm.TimeoutSeconds > 0 {
+		w.Deadline = ms(now) + d.sm.TimeoutSeconds*1000
 	}
 	w.addEvent(now, event{Type: "ExecutionStarted", ExecutionStarted: &execStartedDetails{Input: input, InputDetails: notTruncated, RoleArn: e.roleArn()}})
 	running := e.statusEvent(w)
-	x := &execution{input: value}
+	x := &execution{input: value, sm: d.sm}
 	x.mu.Lock()
-	e.enter(x, w, e.sm.StartAt, value, now)
+	e.enter(x, w, d.sm.StartAt, value, now)
 	if err := e.commit(ctx, x, w); err != nil {
 		x.mu.Unlock()
 		var ce *store.ConflictError
@@ -352,6 +399,7 @@ func (e *Engine) describeExecution(ctx context.Context, arn string) (any, error)
 		"redriveCount":    0,
 		"redriveStatus":   "NOT_REDRIVABLE",
 	}
+	e.addVersionFields(out, r)
 	if r.Status != statusRunning {
 		out["stopDate"] = epochSeconds(fromMS(r.Stop))
 	}
@@ -561,7 +609,7 @@ func (e *Engine) sendTask(ctx context.Context, op string, in taskInput) error {
 		return err
 	}
 	now := e.clock.Now()
-	st := e.sm.States[r.State]
+	st := x.sm.States[r.State]
 	w := r.clone()
 	switch {
 	case op == "SendTaskHeartbeat":
@@ -596,7 +644,9 @@ func (e *Engine) sendTask(ctx context.Context, op string, in taskInput) error {
 const listTokenPrefix = "list:"
 
 func (e *Engine) listExecutions(ctx context.Context, in listInput) (any, error) {
-	if err := e.checkStateMachine(in.StateMachineArn); err != nil {
+	// A version or alias ARN lists the executions started on it.
+	t, err := e.parseTarget(in.StateMachineArn)
+	if err != nil {
 		return nil, err
 	}
 	switch in.StatusFilter {
@@ -639,7 +689,8 @@ pages:
 				r = x.rec.clone()
 				x.mu.Unlock()
 			}
-			if in.StatusFilter != "" && r.Status != in.StatusFilter {
+			if in.StatusFilter != "" && r.Status != in.StatusFilter ||
+				t.version != 0 && r.Ver != t.version || t.alias != "" && r.Alias != t.alias {
 				continue
 			}
 			item := map[string]any{
@@ -652,6 +703,7 @@ pages:
 			if r.Status != statusRunning {
 				item["stopDate"] = epochSeconds(fromMS(r.Stop))
 			}
+			e.addVersionFields(item, r)
 			items = append(items, item)
 			if len(items) == size {
 				if i < len(page.Items)-1 || page.Next != "" {
@@ -670,4 +722,16 @@ pages:
 		out["nextToken"] = base64.RawURLEncoding.EncodeToString([]byte(listTokenPrefix + next))
 	}
 	return out, nil
+}
+
+// addVersionFields adds what DescribeExecution and ListExecutions say of
+// the version and alias an execution started on (absent when it started on
+// the state machine itself, as on AWS).
+func (e *Engine) addVersionFields(out map[string]any, r *record) {
+	if r.Ver != 0 {
+		out["stateMachineVersionArn"] = e.VersionArn(r.Ver)
+	}
+	if r.Alias != "" {
+		out["stateMachineAliasArn"] = e.AliasArn(r.Alias)
+	}
 }

@@ -3,6 +3,7 @@ package sfnlocal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/openprogram/lifecycle/shared/asl"
@@ -45,13 +46,15 @@ func (e *Engine) listStateMachines(in listStateMachinesInput) (any, error) {
 	}}}, nil
 }
 
-// describeStateMachine is DescribeStateMachine's answer: the definition as
-// loaded, with its placeholders filled.
-func (e *Engine) describeStateMachine(arn string) (any, error) {
-	if err := e.checkStateMachine(arn); err != nil {
+// describeStateMachine is DescribeStateMachine's answer for the state
+// machine (its current definition, as loaded, placeholders filled) or one
+// of its versions (the definition published).
+func (e *Engine) describeStateMachine(ctx context.Context, arn string) (any, error) {
+	t, err := e.parseTarget(arn)
+	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
+	out := map[string]any{
 		"stateMachineArn":      e.smArn,
 		"name":                 e.smName,
 		"status":               "ACTIVE",
@@ -59,31 +62,67 @@ func (e *Engine) describeStateMachine(arn string) (any, error) {
 		"roleArn":              e.roleArn(),
 		"type":                 "STANDARD",
 		"creationDate":         epochSeconds(e.created),
+		"revisionId":           revisionID(e.digest),
 		"loggingConfiguration": map[string]any{"level": "OFF", "includeExecutionData": false},
 		"tracingConfiguration": map[string]any{"enabled": false},
-	}, nil
+	}
+	switch {
+	case t.alias != "":
+		return nil, clientError("ValidationException", "'%s' is an alias ARN: DescribeStateMachineAlias describes aliases", arn)
+	case t.version != 0:
+		v, _, err := e.getVersion(ctx, t.version)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			return nil, clientError("StateMachineDoesNotExist", "State Machine Does Not Exist: '%s'", arn)
+		}
+		d, err := e.loadDefinition(ctx, v.Def)
+		if err != nil {
+			return nil, fmt.Errorf("version %d: %w", v.Version, err)
+		}
+		out["stateMachineArn"] = arn
+		out["definition"] = string(d.raw)
+		out["creationDate"] = epochSeconds(fromMS(v.Created))
+		out["revisionId"] = revisionID(v.Def)
+		if v.Description != "" {
+			out["description"] = v.Description
+		}
+	}
+	return out, nil
 }
 
 // describeStateMachineForExecution answers for an execution that exists
-// (running or closed). The definition is not versioned (see Limits), so
-// every execution ran the current one.
+// (running or closed) with the definition it runs or ran: the one current,
+// or of its version, when it started.
 func (e *Engine) describeStateMachineForExecution(ctx context.Context, arn string) (any, error) {
 	name, err := e.executionName(arn)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.load(ctx, name); err != nil {
+	r, err := e.load(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
+	def, digest := e.def, e.digest
+	if r.Def != "" {
+		d, err := e.loadDefinition(ctx, r.Def)
+		if err != nil {
+			return nil, fmt.Errorf("execution %s: %w", name, err)
+		}
+		def, digest = d.raw, r.Def
+	}
+	out := map[string]any{
 		"stateMachineArn":      e.smArn,
 		"name":                 e.smName,
-		"definition":           string(e.def),
+		"definition":           string(def),
 		"roleArn":              e.roleArn(),
 		"updateDate":           epochSeconds(e.created),
+		"revisionId":           revisionID(digest),
 		"loggingConfiguration": map[string]any{"level": "OFF", "includeExecutionData": false},
 		"tracingConfiguration": map[string]any{"enabled": false},
-	}, nil
+	}
+	return out, nil
 }
 
 // validateDefinition runs the engine's own validation (shared/asl.Parse,
@@ -134,29 +173,4 @@ func validateDefinition(in validateInput) (any, error) {
 		out["result"] = "FAIL"
 	}
 	return out, nil
-}
-
-// listVersionsOrAliases answers ListStateMachineVersions and
-// ListStateMachineAliases: the embedded engine does not version its
-// definition (see Limits), so there are none, and it never hands out a
-// token for these lists.
-//
-// ListStateMachineVersions' model has no StateMachineDoesNotExist (only
-// InvalidArn, InvalidToken and ValidationException), so another state
-// machine's ARN is a ValidationException there, as SDKs can type it.
-func (e *Engine) listVersionsOrAliases(field string, in listInput) (any, error) {
-	if err := e.checkStateMachine(in.StateMachineArn); err != nil {
-		var ae *apiError
-		if field == "stateMachineVersions" && errors.As(err, &ae) && ae.code == "StateMachineDoesNotExist" {
-			ae.code = "ValidationException"
-		}
-		return nil, err
-	}
-	if in.MaxResults < 0 || in.MaxResults > 1000 {
-		return nil, clientError("ValidationException", "maxResults must be between 0 and 1000, got %d", in.MaxResults)
-	}
-	if in.NextToken != "" {
-		return nil, clientError("InvalidToken", "Invalid Token: '%s'", in.NextToken)
-	}
-	return map[string]any{field: []any{}}, nil
 }

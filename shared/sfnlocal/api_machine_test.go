@@ -80,7 +80,7 @@ func TestDescribeStateMachineSubstituted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := eng.describeStateMachine(eng.StateMachineArn())
+	out, err := eng.describeStateMachine(context.Background(), eng.StateMachineArn())
 	if err != nil {
 		t.Fatal(err)
 	}

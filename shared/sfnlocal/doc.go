@@ -60,7 +60,8 @@
 //
 // An execution lives in two places in the store:
 //
-//	SFNEXEC#<name> / META   its item: identity, input, status, outcome. Written
+//	SFNEXEC#<name> / META   its item: identity, input, status, outcome, the
+//	                        definition (and version, alias) it started on. Written
 //	                        when it starts (PutOnce, which is also the
 //	                        idempotency check) and when it closes (one
 //	                        CompareAndSwap). While it runs the item is in the
@@ -111,9 +112,7 @@
 //
 // One engine per store. Parallel and Map states, JSONata, variables and
 // integrations other than Lambda are refused when the definition loads (see
-// shared/asl). The definition is not versioned: an execution resumed after
-// the definition changed continues on the new one (and fails with
-// States.Runtime if its current state is gone). An execution's input and
+// shared/asl). An execution's input and
 // output must together fit in one store item (about 380 KiB; Step Functions
 // allows 256 KiB each); history events whose data would not fit in an item
 // are kept with the data left out and marked truncated. A run of more than
@@ -126,12 +125,55 @@
 // AWS CLI, boto3 or the AWS Toolkit call to browse: ListStateMachines (the
 // one machine, type STANDARD), DescribeStateMachine (the definition as
 // loaded, placeholders filled; status ACTIVE; creationDate is when New
-// ran, since the engine keeps no state machine record),
-// DescribeStateMachineForExecution (the current definition: it is not
-// versioned), ValidateStateMachineDefinition (shared/asl's validation as
+// ran, since the engine keeps no state machine record; a version ARN
+// describes the version), DescribeStateMachineForExecution (the definition
+// the execution started on), ValidateStateMachineDefinition (shared/asl's validation as
 // diagnostics, all of severity ERROR and code SCHEMA_VALIDATION_FAILED,
 // location "/States/<name>/<field>"; what the engine does not implement
 // FAILs), and ListExecutions with statusFilter, maxResults (0 to 1000) and
-// nextToken, newest first. Versions and aliases do not exist here:
-// ListStateMachineVersions and ListStateMachineAliases answer empty lists.
+// nextToken, newest first (a version or alias ARN lists the executions
+// started on it).
+//
+// # Versions and aliases
+//
+// As on Step Functions: PublishStateMachineVersion snapshots the current
+// definition as version n (ARN "<machine>:<n>"; revisionId fences it, a
+// description of up to 256 characters names it; publishing the definition
+// of the latest version again returns that version), ListStateMachineVersions
+// (newest first), DeleteStateMachineVersion (numbers are never reused),
+// CreateStateMachineAlias, UpdateStateMachineAlias,
+// DescribeStateMachineAlias, ListStateMachineAliases (of the machine or of
+// one version), DeleteStateMachineAlias; an alias ("<machine>:<name>")
+// routes to one version or splits between two by weight (Config.Random
+// picks). StartExecution takes the machine, a version or an alias ARN;
+// DescribeExecution and ListExecutions report stateMachineVersionArn and
+// stateMachineAliasArn as AWS does (the execution ARN stays unqualified).
+//
+// Every definition the engine ever ran is kept in the store under its
+// SHA-256 (SFNDEF#<hex>, written by Start before any execution names it),
+// and every execution records the one it started on: current, or its
+// version's. It resumes on that definition after a restart, whatever the
+// current file is, and never on another. Executions written before
+// definitions were stored name none and run the current one (failing with
+// States.Runtime if their state is gone). A Task of an old definition
+// naming a function the engine no longer has fails with
+// Lambda.ResourceNotFoundException, as Lambda does, which Retry and Catch
+// can route. The engine runs the handlers it has: a version pins the
+// definition, not the code behind its functions (the lifecycle's handler
+// contract, shared/revision, covers that).
+//
+// One difference from AWS, on purpose: DeleteStateMachineVersion is
+// refused with ConflictException not only while an alias routes to the
+// version (as on AWS) but also while an execution of the engine runs on it
+// or Config.VersionInUse says the lifecycle still needs it. AWS lets
+// running executions finish on a deleted version; here nothing that may
+// still need a definition loses it. Publishing, deleting and alias changes
+// are serialized against starts on a version or alias, so a version is
+// never deleted under an execution starting on it.
+//
+// Versions and aliases live in the store beside the executions:
+//
+//	SFNDEF#<sha256>    / DEF               a definition (PutOnce, never changed)
+//	SFNVER#<machine>   / V#<10 digits>     a version; deleting leaves a tombstone
+//	SFNALIAS#<machine> / <name>            an alias; deleting leaves a tombstone
 package sfnlocal

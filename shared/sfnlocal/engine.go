@@ -46,8 +46,16 @@ type Config struct {
 	AccountID string
 	// Logger receives operational logs (default slog.Default()).
 	Logger *slog.Logger
-	// Random returns numbers in [0, 1) for FULL retry jitter (default math/rand).
+	// Random returns numbers in [0, 1) for FULL retry jitter and for
+	// choosing between the two versions of a weighted alias (default
+	// math/rand).
 	Random func() float64
+	// VersionInUse says whether something outside the engine still needs a
+	// state machine version (the lifecycle: executions pinned to it). When
+	// it says so, DeleteStateMachineVersion is refused with
+	// ConflictException, as it is while executions of the engine run on
+	// the version or an alias routes to it. Optional.
+	VersionInUse func(ctx context.Context, versionARN string) (bool, error)
 }
 
 // Engine runs executions of one state machine. Create it with New, resume
@@ -70,6 +78,17 @@ type Engine struct {
 	// creationDate (the engine keeps no state machine record).
 	def     []byte
 	created time.Time
+	// digest is the hex SHA-256 of def: its name in the store (SFNDEF#),
+	// which every execution records (see versions.go).
+	digest string
+
+	versionInUse func(ctx context.Context, versionARN string) (bool, error)
+	// versionsMu serializes publishing, deleting and alias changes
+	// (exclusive) against starts on a version or alias (shared), so a
+	// version is never deleted under an execution starting on it.
+	versionsMu sync.RWMutex
+	defsMu     sync.Mutex // guards defs
+	defs       map[string]*loadedDef
 
 	baseCtx context.Context
 	cancel  context.CancelFunc
@@ -87,8 +106,11 @@ type Engine struct {
 // execution is a running execution held in memory. Its lock guards
 // everything; it is not held while a function runs.
 type execution struct {
-	mu      sync.Mutex
-	rec     *record
+	mu  sync.Mutex
+	rec *record
+	// sm is the definition the execution runs: the one it started on
+	// (record.Def), whatever the engine's current one is.
+	sm      *asl.StateMachine
 	version int64
 	// input is the execution input, decoded once ($$.Execution.Input).
 	input any
@@ -151,7 +173,12 @@ func New(cfg Config) (*Engine, error) {
 		account:   cfg.AccountID,
 		smName:    cfg.StateMachineName,
 		execs:     map[string]*execution{},
+
+		versionInUse: cfg.VersionInUse,
+		digest:       digestOf(def),
+		defs:         map[string]*loadedDef{},
 	}
+	e.defs[e.digest] = &loadedDef{raw: def, sm: sm}
 	if e.clock == nil {
 		e.clock = SystemClock()
 	}
@@ -199,6 +226,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.started = true
 	e.life.Unlock()
+
+	// The current definition is stored before any execution names it, so
+	// every execution can be resumed on its own definition later.
+	if err := e.storeDefinition(ctx, e.def); err != nil {
+		return fmt.Errorf("sfnlocal: %w", err)
+	}
 
 	after := ""
 	resumed := 0
@@ -262,7 +295,18 @@ func (e *Engine) resume(ctx context.Context, it store.Item) error {
 			r.Events = append(r.Events, ev)
 		}
 	}
-	x := &execution{rec: r, version: it.Version}
+	x := &execution{rec: r, version: it.Version, sm: e.sm}
+	var defProblem string
+	if r.Def != "" {
+		// Its own definition, never the current one (executions written
+		// before definitions were stored name none: they run the current).
+		if x.sm, err = e.definition(ctx, r.Def); err != nil {
+			if !errors.Is(err, errDefinitionUnusable) {
+				return fmt.Errorf("sfnlocal: execution %s: %w", r.Name, err)
+			}
+			x.sm, defProblem = e.sm, err.Error()
+		}
+	}
 	if x.input, err = asl.DecodeJSON([]byte(r.Input)); err != nil {
 		return fmt.Errorf("sfnlocal: execution %s: stored input: %w", r.Name, err)
 	}
@@ -278,7 +322,11 @@ func (e *Engine) resume(ctx context.Context, it store.Item) error {
 		// it now, as it would have started.
 		w := x.rec.clone()
 		w.addEvent(fromMS(w.Start), event{Type: "ExecutionStarted", ExecutionStarted: &execStartedDetails{Input: w.Input, InputDetails: notTruncated, RoleArn: e.roleArn()}})
-		e.enter(x, w, e.sm.StartAt, x.input, now)
+		if defProblem != "" {
+			e.failExecution(w, asl.ErrRuntime, defProblem, now)
+		} else {
+			e.enter(x, w, x.sm.StartAt, x.input, now)
+		}
 		if err := e.commit(ctx, x, w); err != nil {
 			x.mu.Unlock()
 			return fmt.Errorf("sfnlocal: execution %s: %w", r.Name, err)
@@ -287,12 +335,12 @@ func (e *Engine) resume(ctx context.Context, it store.Item) error {
 		e.unlock(x)
 		return nil
 	}
-	var problem string
+	problem := defProblem
 	switch {
-	case e.sm.States[r.State] == nil:
-		// The definition changed under a running execution. Step Functions
-		// pins the definition an execution started with; this engine keeps
-		// only the current one, so the execution cannot continue.
+	case problem != "":
+	case x.sm.States[r.State] == nil:
+		// Only an execution that names no definition (written before
+		// definitions were stored) can get here: it runs the current one.
 		problem = fmt.Sprintf("the state %q no longer exists in the state machine definition", r.State)
 	}
 	if problem == "" {

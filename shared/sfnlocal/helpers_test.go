@@ -40,6 +40,9 @@ type harness struct {
 
 	mu     sync.Mutex
 	status []StatusChangeEvent
+
+	// versionInUse is Config.VersionInUse (optional).
+	versionInUse func(ctx context.Context, versionARN string) (bool, error)
 }
 
 // newHarness starts an engine for def, whose Lambda ARNs are the keys of
@@ -71,6 +74,7 @@ func (h *harness) open() {
 		Clock:            h.clock,
 		Random:           func() float64 { return 0.5 },
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		VersionInUse:     h.versionInUse,
 		OnStatusChange: func(_ context.Context, ev StatusChangeEvent) {
 			h.mu.Lock()
 			h.status = append(h.status, ev)

@@ -247,6 +247,8 @@ func TestWritesPerExecution(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close(context.Background())
+	// Start stores the definition once (PutOnce): not the execution's.
+	c.puts.Store(0)
 	before := m.Usage()
 	if _, err := eng.startExecution(context.Background(), startExecutionInput{StateMachineArn: eng.StateMachineArn(), Name: "w1", Input: aws.String(`{"action_id": "a1", "execution_id": "e1"}`)}); err != nil {
 		t.Fatal(err)

@@ -68,6 +68,14 @@ type record struct {
 	Cause  string          `json:"cause,omitempty"`
 	// Deadline is the execution timeout (top-level TimeoutSeconds).
 	Deadline int64 `json:"deadline,omitempty"`
+	// Def names the definition the execution runs (SFNDEF#<Def>): the one
+	// current, or of its version, when it started. Empty in executions
+	// written before definitions were stored.
+	Def string `json:"def,omitempty"`
+	// Ver is the state machine version it started on (0: the state machine
+	// itself), Alias the alias it started through ("": none).
+	Ver   int64  `json:"ver,omitempty"`
+	Alias string `json:"alias,omitempty"`
 
 	position
 

@@ -201,7 +201,7 @@ func (e *Engine) drive(x *execution) {
 			e.unlock(x)
 			return
 		}
-		st := e.sm.States[x.rec.State]
+		st := x.sm.States[x.rec.State]
 		now := e.clock.Now()
 		if x.rec.Outcome != nil {
 			// The outcome of this token arrived while the function ran, and
@@ -231,7 +231,15 @@ func (e *Engine) drive(x *execution) {
 		}
 		x.mu.Unlock()
 
-		res := e.callFunction(fn, payload, timeout)
+		var res invocation
+		if fn == nil {
+			// A definition published before the engine's functions changed
+			// names one it no longer has: Lambda's answer for a function
+			// that does not exist, which Retry and Catch can route.
+			res = invocation{errName: "Lambda.ResourceNotFoundException", cause: fmt.Sprintf("Function not found: %s", st.FunctionARN)}
+		} else {
+			res = e.callFunction(fn, payload, timeout)
+		}
 
 		x.mu.Lock()
 		if res.abandoned || x.gen != gen || x.rec.Status != statusRunning || x.rec.Phase != phaseRun {
@@ -527,7 +535,7 @@ func (e *Engine) enterEncoded(x *execution, w *record, name string, in any, raw 
 			e.failExecution(w, asl.ErrRuntime, fmt.Sprintf("more than %d consecutive transitions without a Task or Wait: the definition loops", maxImmediateTransitions), now)
 			return
 		}
-		st, ok := e.sm.States[name]
+		st, ok := x.sm.States[name]
 		if !ok {
 			e.failExecution(w, asl.ErrRuntime, fmt.Sprintf("no state named %q", name), now)
 			return
@@ -599,7 +607,7 @@ func (e *Engine) enterEncoded(x *execution, w *record, name string, in any, raw 
 
 // finishWait ends an elapsed Wait state.
 func (e *Engine) finishWait(x *execution, w *record, now time.Time) {
-	st := e.sm.States[w.State]
+	st := x.sm.States[w.State]
 	_, out, err := st.WaitUntil(w.in, e.contextObject(x, w, st), fromMS(w.Entered))
 	if err != nil {
 		e.fail(w, err, now)
@@ -718,13 +726,13 @@ func (e *Engine) onTimer(x *execution, seq uint64) {
 		x.backoffUntil = 0
 	}
 	r := x.rec
-	st := e.sm.States[r.State]
+	st := x.sm.States[r.State]
 	var w *record
 	switch {
 	case r.Deadline > 0 && nowMS >= r.Deadline:
 		w = r.clone()
 		x.gen++
-		cause := fmt.Sprintf("The execution exceeded its TimeoutSeconds of %d", e.sm.TimeoutSeconds)
+		cause := fmt.Sprintf("The execution exceeded its TimeoutSeconds of %d", x.sm.TimeoutSeconds)
 		w.addEvent(now, event{Type: "ExecutionTimedOut", ExecutionTimedOut: &errorDetails{Error: asl.ErrTimeout, Cause: cause}})
 		e.closeRecord(w, statusTimedOut, now)
 		w.Error, w.Cause = asl.ErrTimeout, cause
