@@ -55,6 +55,7 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/hosts/tasks/{action_id}/process"},
 	{Method: "POST", Path: "/v1/hosts/processes/{process_id}/report"},
 	{Method: "POST", Path: "/v1/hosts/processes/recover"},
+	{Method: "GET", Path: "/v1/revisions"},
 	// The MCP gateway (stateless behind API Gateway): POST carries every
 	// message; GET and DELETE reach it so clients get its 405, not a 404.
 	{Method: "POST", Path: "/mcp"},

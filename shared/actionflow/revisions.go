@@ -416,11 +416,8 @@ func (s *Service) resumeApproved(ctx context.Context, a Action, ap Approval) (se
 func (s *Service) handOff(ctx context.Context, a Action, ap Approval, rev ids.RevisionID) error {
 	from, fromRev := a.MachineName(), a.Revision
 	saved, _, _, err := s.updateWithEvent(ctx, a.ActionID, nil, 0, func(x *Action) error {
-		if x.Start != nil || x.Closed != nil {
-			return &ConflictError{Code: "action_started", Msg: "the action started or closed; it is not handed off"}
-		}
-		if x.Revision == rev {
-			return errStop // handed off already
+		if x.Start != nil || x.Closed != nil || x.Revision == rev {
+			return errStop // closed by a cancellation (its wait was failed), or handed off already
 		}
 		n := 1
 		if x.Handoff != nil {
@@ -439,6 +436,9 @@ func (s *Service) handOff(ctx context.Context, a Action, ap Approval, rev ids.Re
 	if err != nil {
 		return fmt.Errorf("hand %s off to %s: %w", a.ActionID, rev, err)
 	}
+	if saved.Revision != rev || saved.Closed != nil {
+		return nil // not handed off: closed meanwhile
+	}
 	s.logFor(&saved).Info("approved action handed off to the adopted revision", "from_machine", from, "from_revision", fromRev,
 		"machine", saved.Machine, "revision", rev)
 	return s.startRecorded(ctx, saved, encode(StepInput{ActionID: saved.ActionID, ExecutionID: saved.ExecutionID}))
@@ -448,4 +448,77 @@ func (s *Service) handOff(ctx context.Context, a Action, ap Approval, rev ids.Re
 func waitDigest(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:12])
+}
+
+// Pinned is an open execution as the revisions listing shows it.
+type Pinned struct {
+	ExecutionID    ids.ExecutionID `json:"execution_id"`
+	SessionID      ids.SessionID   `json:"session_id"`
+	Status         ExecutionStatus `json:"status"`
+	RevisionPolicy string          `json:"revision_policy"`
+	ActiveRevision ids.RevisionID  `json:"active_revision,omitempty"`
+	// PauseReason is set when its revision policy paused it.
+	PauseReason string `json:"pause_reason,omitempty"`
+}
+
+// OpenOnRevisions groups the open executions by the revisions they are
+// pinned to: their active revision (what their next action starts on),
+// the one they started on, and the recorded revision of each of their
+// open actions (a machine may be running there). A revision with an
+// entry is in use: its state machine version must stay loadable.
+func (s *Service) OpenOnRevisions(ctx context.Context) (map[ids.RevisionID][]Pinned, error) {
+	out := map[ids.RevisionID][]Pinned{}
+	execs := map[ids.ExecutionID]Pinned{}
+	add := func(rev ids.RevisionID, p Pinned) {
+		if rev == "" || p.ExecutionID == "" {
+			return
+		}
+		for _, q := range out[rev] {
+			if q.ExecutionID == p.ExecutionID {
+				return
+			}
+		}
+		out[rev] = append(out[rev], p)
+	}
+	after := ""
+	for {
+		page, next, err := s.OpenExecutions(ctx, after, store.MaxLimit)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range page {
+			p := Pinned{ExecutionID: e.ExecutionID, SessionID: e.SessionID, Status: e.Status, RevisionPolicy: s.RevisionPolicyOf(e), ActiveRevision: e.ActiveRevision}
+			if e.PauseOwner == PauseByRevision {
+				p.PauseReason = e.PauseReason
+			}
+			execs[e.ExecutionID] = p
+			add(e.ActiveRevision, p)
+			add(e.StartedRevision, p)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	after = ""
+	for {
+		page, next, err := s.OpenActions(ctx, after, store.MaxLimit)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range page {
+			p, ok := execs[a.ExecutionID]
+			if !ok {
+				p = Pinned{ExecutionID: a.ExecutionID, SessionID: a.SessionID} // its execution ended; the machine may still run
+			}
+			add(a.Revision, p)
+			if a.Handoff != nil && a.Start == nil {
+				add(a.Handoff.FromRevision, p) // its old machine may not be stopped yet
+			}
+		}
+		if next == "" {
+			return out, nil
+		}
+		after = next
+	}
 }

@@ -70,6 +70,7 @@ func (h *api) table() []route {
 		{"POST /v1/hosts/tasks/{action_id}/process", auth.CapHost, h.actionScope, h.hostProcessStart},
 		{"POST /v1/hosts/processes/{process_id}/report", auth.CapHost, h.processScope, h.hostProcessReport},
 		{"POST /v1/hosts/processes/recover", auth.CapHost, querySession(true), h.hostProcessRecover},
+		{"GET /v1/revisions", auth.CapRead, querySession(true), h.revisions},
 	}
 }
 
