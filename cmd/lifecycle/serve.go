@@ -252,6 +252,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	fmt.Fprintf(out, "  Workspace     %s\n", ws)
 	fmt.Fprintf(out, "  Step Functions endpoint (AWS_ENDPOINT_URL_SFN)  %s\n", es.SFNEndpoint)
 	fmt.Fprintf(out, "  State machine %s\n", es.Engine.StateMachineArn())
+	fmt.Fprintf(out, "  Revision      %s (handler contract %d) on %s, alias %s\n", es.Revision.Revision.ID, es.Revision.Revision.Contract, es.LiveVersionARN, es.LiveAliasARN)
 	for _, st := range downstreamStatus {
 		if st.Err != nil {
 			fmt.Fprintf(out, "  MCP server    %s (%s): NOT AVAILABLE, its tools are not listed (a call connects again first): %v\n", st.Server, st.Transport, st.Err)

@@ -66,6 +66,15 @@ func TestServeBannerStepFunctions(t *testing.T) {
 	if _, err := client.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(smArn)}); err != nil {
 		t.Fatalf("ListExecutions as printed: %v", err)
 	}
+	// The live revision: its version, and the alias pointing at it.
+	revLine := regexp.MustCompile(`(?m)^  Revision      rev-[0-9a-f]{12} \(handler contract \d+\) on (\S+), alias (\S+)$`).FindStringSubmatch(banner)
+	if revLine == nil || revLine[1] != smArn+":1" || revLine[2] != smArn+":live" {
+		t.Fatalf("the banner lacks the live revision line:\n%s", banner)
+	}
+	if alias, err := client.DescribeStateMachineAlias(ctx, &sfn.DescribeStateMachineAliasInput{StateMachineAliasArn: aws.String(revLine[2])}); err != nil ||
+		aws.ToString(alias.RoutingConfiguration[0].StateMachineVersionArn) != revLine[1] {
+		t.Fatalf("the live alias as printed: %+v %v", alias, err)
+	}
 
 	awsCLI, err := exec.LookPath("aws")
 	if err != nil {

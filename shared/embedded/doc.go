@@ -27,6 +27,18 @@
 // contains or lies inside the workspace the host worker runs tools in
 // (CheckStateDir).
 //
+// Start deploys, as a deployment does on AWS: it computes the revision of
+// the definition and the handler contract this build declares
+// (shared/revision) and, when it differs from the live one (or none is
+// live), publishes a state machine version through the engine's
+// PublishStateMachineVersion (its description names the revision),
+// records it in the registry (Stack.Revisions), points the `live` alias at
+// it and makes it live. An unchanged start publishes nothing; a rollback
+// to a revision that ran before goes live on the version it had. Every
+// version stays describable, and executions keep the definition they
+// started on (sfnlocal). Stack.Revision, LiveAliasARN and LiveVersionARN
+// name the live one.
+//
 // It is what `lifecycle serve` (make run), the end-to-end tests and the
 // benchmarks run. A killed process leaves everything durable in the state
 // directory; Start on the same directory resumes executions where they were.

@@ -27,6 +27,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/recovery"
+	"github.com/openprogram/lifecycle/shared/revision"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -85,6 +86,19 @@ type Config struct {
 	// SweepInterval is the recovery sweeper's period, the stand-in for the
 	// EventBridge schedule (default 1 minute; negative: no periodic sweep).
 	SweepInterval time.Duration
+	// Definition is the state machine definition (default
+	// statemachines.ActionLifecycle; tests give another to deploy a new
+	// revision across a restart).
+	Definition []byte
+	// HandlerContract and HandlerResumes are the handler contract this
+	// build declares (default revision.HandlerContract and
+	// revision.HandlerResumes; tests declare others).
+	HandlerContract int
+	HandlerResumes  []int
+	// VersionInUse is the engine's DeleteStateMachineVersion guard
+	// (sfnlocal.Config.VersionInUse): the lifecycle's executions pinned to
+	// a version. Optional.
+	VersionInUse func(ctx context.Context, versionARN string) (bool, error)
 }
 
 // Stack is the running embedded lifecycle.
@@ -106,6 +120,14 @@ type Stack struct {
 	Control  *control.Service
 	Recovery *recovery.Sweeper
 	Attempt  ids.AttemptID
+	// Revisions lists every revision this state directory ran; Revision
+	// is the live one (the state machine version the `live` alias points
+	// at), published at Start when the definition or the handler contract
+	// changed. LiveAliasARN and LiveVersionARN are its alias and version.
+	Revisions      *revision.Registry
+	Revision       revision.Published
+	LiveAliasARN   string
+	LiveVersionARN string
 
 	ownStore  bool
 	lock      *os.File
@@ -308,10 +330,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			functions[arn] = cfg.WrapFunction(name, functions[arn])
 		}
 	}
+	if cfg.Definition == nil {
+		cfg.Definition = statemachines.ActionLifecycle
+	}
 	s.Engine, err = sfnlocal.New(sfnlocal.Config{
-		Store: s.Store, Definition: statemachines.ActionLifecycle, Substitutions: subs,
+		Store: s.Store, Definition: cfg.Definition, Substitutions: subs,
 		StateMachineName: StateMachineName, Functions: functions, Clock: cfg.EngineClock,
 		Concurrency: cfg.Concurrency, Logger: cfg.Logger, OnStatusChange: onStatus,
+		VersionInUse: cfg.VersionInUse,
 	})
 	if err != nil {
 		ln.Close()
@@ -331,6 +357,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}()
 	if err := s.Engine.Start(ctx); err != nil {
 		return fail(fmt.Errorf("resume executions: %w", err))
+	}
+	if err := s.deployRevision(ctx, cfg); err != nil {
+		return fail(err)
 	}
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

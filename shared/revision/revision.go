@@ -17,6 +17,10 @@ import (
 // HandlerResumes which earlier contracts the new handlers still resume.
 const HandlerContract = 1
 
+// LiveAlias is the name of the state machine alias new actions start on:
+// every deployment points it at the version of the revision it deploys.
+const LiveAlias = "live"
+
 // HandlerResumes lists the handler contracts whose checkpoints and cursors
 // the handlers of this build can resume (HandlerContract among them).
 var HandlerResumes = []int{1}
