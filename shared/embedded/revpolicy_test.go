@@ -247,14 +247,35 @@ func TestRevisionPolicyCommandAndPinnedVersion(t *testing.T) {
 	}
 	p.stop()
 
-	// Restart on B: A is no longer live, nothing routes to it but the
-	// pinned execution (its machine waits on A).
+	// Restart on B after the approval was declined: no machine runs on A
+	// any more, A is not live, but the open execution is pinned to A
+	// (keep_original would start its next action there).
 	p = serveRevision(t, dir, ws, revisionB(t, false))
+	ap, err := p.s.Service.GetApproval(ctx, a.ActionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.human.Decide(ctx, ap.ApprovalID, actionflow.DecisionDecline, ap.ArgsDigest); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p.s, a.ActionID, terminal)
 	_, err = p.s.SFN.DeleteStateMachineVersion(ctx, &sfn.DeleteStateMachineVersionInput{StateMachineVersionArn: aws.String(versionA)})
-	if err == nil {
-		t.Fatal("deleting A's version while an execution is pinned to it succeeded")
+	if err == nil || !strings.Contains(err.Error(), "in use") && !strings.Contains(err.Error(), "needs") {
+		t.Fatalf("deleting A's version while an execution is pinned to it: %v", err)
 	}
 	if _, err := p.s.SFN.DescribeStateMachine(ctx, &sfn.DescribeStateMachineInput{StateMachineArn: aws.String(versionA)}); err != nil {
 		t.Fatalf("A's version is gone: %v", err)
+	}
+	// Once the execution ended nothing is pinned to A: it may go.
+	v, err = p.human.Execution(ctx, a.ExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.human.Command(ctx, a.ExecutionID, httpapi.CommandBody{CommandID: "cmd_end", Type: "end", ExpectedVersion: &v.Execution.Version,
+		Payload: json.RawMessage(`{"status":"completed"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.SFN.DeleteStateMachineVersion(ctx, &sfn.DeleteStateMachineVersionInput{StateMachineVersionArn: aws.String(versionA)}); err != nil {
+		t.Fatalf("deleting A's version once nothing is pinned to it: %v", err)
 	}
 }
