@@ -89,7 +89,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	if err := ids.Validate("--session", o.session); err != nil {
 		return err
 	}
-	if !actionflow.ValidRevisionPolicy(o.revisionPolicy) {
+	if o.revisionPolicy != "" && !actionflow.ValidRevisionPolicy(o.revisionPolicy) { // "": keep_original
 		return fmt.Errorf("--revision-policy: %q is not keep_original or use_latest", o.revisionPolicy)
 	}
 	ws, err := filepath.Abs(o.workspace)
