@@ -59,12 +59,14 @@ func TestDefinitionDeployedAsFile(t *testing.T) {
 		// to both the deployed string and the file.
 		resolved := map[string]string{}
 		byFunction := map[string]string{}
+		// Each is the Lambda version this deployment published of the
+		// function (qualified: a state machine version pins the code).
 		for placeholder, fnName := range lifecycleSubstitutions {
 			id, _ := s.function(t, fnName)
 			byFunction["function:"+id] = fnName
 			if v, ok := subs[placeholder]; ok {
-				if got, want := render(v), "{"+id+".Arn}"; got != want {
-					t.Errorf("${%s} = %s, want %s (the %s function)", placeholder, got, want, fnName)
+				if got, want := render(v), "{"+lambdaVersionOf(t, s, id)+"}"; got != want {
+					t.Errorf("${%s} = %s, want %s (the published version of the %s function)", placeholder, got, want, fnName)
 				}
 				resolved[placeholder] = "function:" + id
 			}

@@ -30,16 +30,20 @@ var Functions = []string{FnAuthorize, FnApproval, FnDispatch, FnRecord, FnProjec
 
 // Environment variable names the functions read.
 const (
-	EnvTable            = "LIFECYCLE_TABLE"
-	EnvBlobBucket       = "LIFECYCLE_BLOB_BUCKET"
-	EnvEventBus         = "LIFECYCLE_EVENT_BUS"
-	EnvStateMachineARN  = "LIFECYCLE_STATE_MACHINE_ARN"
-	EnvLogLevel         = "LIFECYCLE_LOG_LEVEL"
-	EnvJWTIssuer        = "LIFECYCLE_JWT_ISSUER"
-	EnvJWTAudience      = "LIFECYCLE_JWT_AUDIENCE"
-	EnvReviewer         = "LIFECYCLE_REVIEWER"
-	EnvBedrockModelID   = "LIFECYCLE_BEDROCK_MODEL_ID"
-	EnvToolFunctionARNs = "LIFECYCLE_TOOL_FUNCTION_ARNS"
+	EnvTable           = "LIFECYCLE_TABLE"
+	EnvBlobBucket      = "LIFECYCLE_BLOB_BUCKET"
+	EnvEventBus        = "LIFECYCLE_EVENT_BUS"
+	EnvStateMachineARN = "LIFECYCLE_STATE_MACHINE_ARN"
+	// EnvStateMachineAliasARN is the `live` alias new actions start on;
+	// EnvStateMachineVersionARN the version it points at in this deployment.
+	EnvStateMachineAliasARN   = "LIFECYCLE_STATE_MACHINE_ALIAS_ARN"
+	EnvStateMachineVersionARN = "LIFECYCLE_STATE_MACHINE_VERSION_ARN"
+	EnvLogLevel               = "LIFECYCLE_LOG_LEVEL"
+	EnvJWTIssuer              = "LIFECYCLE_JWT_ISSUER"
+	EnvJWTAudience            = "LIFECYCLE_JWT_AUDIENCE"
+	EnvReviewer               = "LIFECYCLE_REVIEWER"
+	EnvBedrockModelID         = "LIFECYCLE_BEDROCK_MODEL_ID"
+	EnvToolFunctionARNs       = "LIFECYCLE_TOOL_FUNCTION_ARNS"
 )
 
 // functionSpec is the sizing of one function. Each number carries its reason.
@@ -117,6 +121,28 @@ func CheckAssets(dir string) error {
 type lambdaFunction struct {
 	fn   awslambda.Function
 	role awsiam.Role
+	// version and alias exist for the functions the state machine invokes
+	// (publishVersion): the version this deployment published and the
+	// `live` alias pointing at it.
+	version awslambda.IVersion
+	alias   awslambda.Alias
+}
+
+// publishVersion publishes the function's current code and configuration
+// as a Lambda version (a new one exactly when they changed) and points its
+// `live` alias at it. The state machine definition names the version, not
+// the function or the alias: so a deployment that changes handler code
+// changes the definition, publishes a new state machine version, and
+// executions started on an older one keep invoking the code they started
+// with (keep_original). Versions are retained on replacement, so no
+// deployment removes code an open execution may still call.
+func publishVersion(scope constructs.Construct, f *lambdaFunction, name string) {
+	f.version = f.fn.CurrentVersion()
+	f.alias = awslambda.NewAlias(scope, jsii.String(titleCase(name)+"LiveAlias"), &awslambda.AliasProps{
+		AliasName:   jsii.String(AliasName),
+		Version:     f.version,
+		Description: jsii.String("The version of " + name + " the live state machine version invokes"),
+	})
 }
 
 func newFunction(scope constructs.Construct, cfg Config, spec functionSpec, env map[string]string, extra func(*awslambda.FunctionProps)) lambdaFunction {
@@ -156,6 +182,9 @@ func newFunction(scope constructs.Construct, cfg Config, spec functionSpec, env 
 	if cfg.ReservedConcurrency {
 		props.ReservedConcurrentExecutions = jsii.Number(spec.reserved)
 	}
+	// A version, once published, is kept when a later deployment replaces
+	// it (see publishVersion).
+	props.CurrentVersionOptions = &awslambda.VersionOptions{RemovalPolicy: awscdk.RemovalPolicy_RETAIN}
 	if extra != nil {
 		extra(props)
 	}

@@ -237,7 +237,9 @@ func TestIAMPerFunction(t *testing.T) {
 		objects := "{" + id("AWS::S3::Bucket") + ".Arn}/*"
 		bus := "{" + id("AWS::Events::EventBus") + ".Arn}"
 		sm := "{" + id("AWS::StepFunctions::StateMachine") + "}"
-		alias := "{" + id("AWS::StepFunctions::StateMachineAlias") + ".Arn}"
+		// Any version or alias of the machine: keep_original starts on the
+		// version an execution recorded, new actions on the alias.
+		qualified := sm + ":*"
 		smName := "{" + id("AWS::StepFunctions::StateMachine") + ".Name}"
 		executions := "arn:{AWS::Partition}:states:{AWS::Region}:{AWS::AccountId}:execution:" + smName + ":*"
 		dlq := "{" + id("AWS::SQS::Queue") + ".Arn}"
@@ -255,12 +257,12 @@ func TestIAMPerFunction(t *testing.T) {
 			stack.FnRecord:    slices.Concat(tableGrants, grants([]string{"s3:GetObject", "s3:PutObject"}, objects)),
 			stack.FnProject:   slices.Concat(tableGrants, grants([]string{"events:PutEvents"}, bus)),
 			stack.FnAPI: slices.Concat(tableGrants,
-				grants([]string{"states:StartExecution"}, sm, alias),
+				grants([]string{"states:StartExecution"}, sm, qualified),
 				grants([]string{"states:DescribeExecution", "states:GetExecutionHistory", "states:StopExecution"}, executions),
 				grants([]string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}, "*"),
 				grants([]string{"s3:GetObject"}, objects)),
 			stack.FnRecover: slices.Concat(tableGrants,
-				grants([]string{"states:StartExecution"}, sm, alias),
+				grants([]string{"states:StartExecution"}, sm, qualified),
 				grants([]string{"states:DescribeExecution", "states:StopExecution"}, executions),
 				grants([]string{"events:PutEvents"}, bus),
 				grants([]string{"states:SendTaskSuccess", "states:SendTaskFailure"}, "*"),

@@ -21,12 +21,13 @@ type Props struct {
 
 // Output names of the stack (`cdk deploy --outputs-file` keys).
 const (
-	OutputAPIURL               = "ApiUrl"
-	OutputTableName            = "TableName"
-	OutputStateMachineARN      = "StateMachineArn"
-	OutputStateMachineAliasARN = "StateMachineAliasArn"
-	OutputEventBusName         = "EventBusName"
-	OutputBlobBucketName       = "BlobBucketName"
+	OutputAPIURL                 = "ApiUrl"
+	OutputTableName              = "TableName"
+	OutputStateMachineARN        = "StateMachineArn"
+	OutputStateMachineAliasARN   = "StateMachineAliasArn"
+	OutputStateMachineVersionARN = "StateMachineVersionArn"
+	OutputEventBusName           = "EventBusName"
+	OutputBlobBucketName         = "BlobBucketName"
 )
 
 // Table key and index names shared with the DynamoDB store adapter.
@@ -125,22 +126,37 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	grantTable(fns[FnProject].role, table)
 	fns[FnProject].role.AddToPrincipalPolicy(statement([]string{"events:PutEvents"}, bus.EventBusArn()))
 
+	for _, p := range def.Placeholders {
+		name := substitutionFunctions[p]
+		if fns[name].version == nil {
+			f := fns[name]
+			publishVersion(st, &f, name)
+			fns[name] = f
+		}
+	}
 	machine := newStateMachine(st, cfg, def, fns)
 
+	// The API and the recover function start an action on the `live`
+	// alias, or on the version its execution recorded (keep_original): any
+	// version or alias of this machine ("<arn>:*"), and nothing else.
 	fns[FnAPI] = newFunction(st, cfg, functionSpecs[FnAPI], env(map[string]string{
-		EnvStateMachineARN: *machine.sm.StateMachineArn(),
-		EnvJWTIssuer:       *issuer,
-		EnvJWTAudience:     *audience,
+		EnvStateMachineARN:        *machine.sm.StateMachineArn(),
+		EnvStateMachineAliasARN:   *machine.aliasARN,
+		EnvStateMachineVersionARN: *machine.versionARN,
+		EnvJWTIssuer:              *issuer,
+		EnvJWTAudience:            *audience,
 	}), nil)
 	grantTable(fns[FnAPI].role, table)
-	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.aliasARN))
+	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
 	fns[FnAPI].role.AddToPrincipalPolicy(statement(
 		[]string{"states:DescribeExecution", "states:GetExecutionHistory", "states:StopExecution"}, machine.executionsARN))
 	fns[FnAPI].role.AddToPrincipalPolicy(statement(sendTaskActions, jsii.String("*")))
 	grantObjects(fns[FnAPI].role, bucket, "s3:GetObject")
 
 	fns[FnRecover] = newFunction(st, cfg, functionSpecs[FnRecover], env(map[string]string{
-		EnvStateMachineARN: *machine.sm.StateMachineArn(),
+		EnvStateMachineARN:        *machine.sm.StateMachineArn(),
+		EnvStateMachineAliasARN:   *machine.aliasARN,
+		EnvStateMachineVersionARN: *machine.versionARN,
 	}), func(p *awslambda.FunctionProps) {
 		// recover is the one function invoked asynchronously (EventBridge):
 		// two retries, then the event goes to the dead-letter queue rather
@@ -151,7 +167,7 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 		p.MaxEventAge = awscdk.Duration_Hours(jsii.Number(1))
 	})
 	grantTable(fns[FnRecover].role, table)
-	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.aliasARN))
+	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
 	fns[FnRecover].role.AddToPrincipalPolicy(statement(
 		[]string{"states:DescribeExecution", "states:StopExecution"}, machine.executionsARN))
 	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"events:PutEvents"}, bus.EventBusArn()))
@@ -170,6 +186,7 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	out(OutputTableName, table.TableName(), "DynamoDB table of the lifecycle store")
 	out(OutputStateMachineARN, machine.sm.StateMachineArn(), "Action lifecycle state machine (Standard)")
 	out(OutputStateMachineAliasARN, machine.aliasARN, "The 'live' alias of the published state machine version")
+	out(OutputStateMachineVersionARN, machine.versionARN, "The state machine version this deployment published (the alias points at it)")
 	out(OutputEventBusName, bus.EventBusName(), "EventBridge bus carrying projection events")
 	out(OutputBlobBucketName, bucket.BucketName(), "S3 bucket for result blobs over the item-size budget")
 	return st, nil

@@ -11,8 +11,11 @@ import (
 const AliasName = "live"
 
 type stateMachine struct {
-	sm       awsstepfunctions.StateMachine
-	aliasARN *string
+	sm         awsstepfunctions.StateMachine
+	aliasARN   *string
+	versionARN *string
+	// qualifiedARN matches the machine's versions and aliases: "<arn>:*".
+	qualifiedARN *string
 	// executionsARN matches every execution of this machine (and only it):
 	// arn:<partition>:states:<region>:<account>:execution:<name>:*
 	executionsARN *string
@@ -34,9 +37,11 @@ func newStateMachine(st awscdk.Stack, cfg Config, def Definition, fns map[string
 		RemovalPolicy: removalPolicy(cfg),
 	})
 
+	// Each Task names the Lambda version this deployment published (see
+	// publishVersion): qualified, so a state machine version pins the code.
 	subs := map[string]*string{}
 	for _, p := range def.Placeholders {
-		subs[p] = fns[substitutionFunctions[p]].fn.FunctionArn()
+		subs[p] = fns[substitutionFunctions[p]].version.FunctionArn()
 	}
 	sm := awsstepfunctions.NewStateMachine(st, jsii.String("ActionLifecycle"), &awsstepfunctions.StateMachineProps{
 		Comment:                 jsii.String("OpenProgram action lifecycle (statemachines/action-lifecycle.asl.json)"),
@@ -95,5 +100,6 @@ func newStateMachine(st awscdk.Stack, cfg Config, def Definition, fns map[string
 		ResourceName: awscdk.Fn_Join(jsii.String(":"), &[]*string{sm.StateMachineName(), jsii.String("*")}),
 		ArnFormat:    awscdk.ArnFormat_COLON_RESOURCE_NAME,
 	})
-	return stateMachine{sm: sm, aliasARN: alias.AttrArn(), executionsARN: executions}
+	return stateMachine{sm: sm, aliasARN: alias.AttrArn(), versionARN: version.AttrArn(), executionsARN: executions,
+		qualifiedARN: awscdk.Fn_Join(jsii.String(""), &[]*string{sm.StateMachineArn(), jsii.String(":*")})}
 }

@@ -87,8 +87,9 @@ var functionWants = map[string]functionWant{
 	stack.FnRecord:    {timeout: 30, memory: 256, reserved: 20},
 	stack.FnProject:   {timeout: 30, memory: 256, reserved: 20},
 	stack.FnAPI: {timeout: 29, memory: 256, reserved: 40,
-		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvJWTIssuer, stack.EnvJWTAudience}},
-	stack.FnRecover: {timeout: 55, memory: 256, reserved: 2, extraEnv: []string{stack.EnvStateMachineARN}},
+		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN, stack.EnvJWTIssuer, stack.EnvJWTAudience}},
+	stack.FnRecover: {timeout: 55, memory: 256, reserved: 2,
+		extraEnv: []string{stack.EnvStateMachineARN, stack.EnvStateMachineAliasARN, stack.EnvStateMachineVersionARN}},
 }
 
 func TestFunctions(t *testing.T) {
@@ -110,6 +111,8 @@ func TestFunctions(t *testing.T) {
 		bucketID, _ := s.only(t, "AWS::S3::Bucket")
 		busID, _ := s.only(t, "AWS::Events::EventBus")
 		smID, _ := s.only(t, "AWS::StepFunctions::StateMachine")
+		smAliasID, _ := s.only(t, "AWS::StepFunctions::StateMachineAlias")
+		smVersionID, _ := s.only(t, "AWS::StepFunctions::StateMachineVersion")
 		for _, name := range stack.Functions {
 			t.Run(name, func(t *testing.T) {
 				want := functionWants[name]
@@ -151,16 +154,18 @@ func TestFunctions(t *testing.T) {
 					t.Errorf("%s (%s) environment keys:\n got %v\nwant %v", name, id, gotKeys, wantKeys)
 				}
 				wantValues := map[string]string{
-					stack.EnvTable:            "{" + tableID + "}",
-					stack.EnvBlobBucket:       "{" + bucketID + "}",
-					stack.EnvEventBus:         "{" + busID + "}",
-					stack.EnvLogLevel:         s.cfg.LogLevel,
-					stack.EnvStateMachineARN:  "{" + smID + "}",
-					stack.EnvJWTIssuer:        "{JwtIssuer}",
-					stack.EnvJWTAudience:      "{JwtAudience}",
-					stack.EnvReviewer:         s.cfg.Reviewer,
-					stack.EnvBedrockModelID:   s.cfg.BedrockModelID,
-					stack.EnvToolFunctionARNs: strings.Join(s.cfg.ToolFunctionARNs, ","),
+					stack.EnvTable:                  "{" + tableID + "}",
+					stack.EnvBlobBucket:             "{" + bucketID + "}",
+					stack.EnvEventBus:               "{" + busID + "}",
+					stack.EnvLogLevel:               s.cfg.LogLevel,
+					stack.EnvStateMachineARN:        "{" + smID + "}",
+					stack.EnvStateMachineAliasARN:   "{" + smAliasID + ".Arn}",
+					stack.EnvStateMachineVersionARN: "{" + smVersionID + ".Arn}",
+					stack.EnvJWTIssuer:              "{JwtIssuer}",
+					stack.EnvJWTAudience:            "{JwtAudience}",
+					stack.EnvReviewer:               s.cfg.Reviewer,
+					stack.EnvBedrockModelID:         s.cfg.BedrockModelID,
+					stack.EnvToolFunctionARNs:       strings.Join(s.cfg.ToolFunctionARNs, ","),
 				}
 				for k, v := range vars {
 					if got := render(v); got != wantValues[k] {
@@ -308,6 +313,68 @@ func TestStateMachine(t *testing.T) {
 			}},
 		})
 	})
+}
+
+// The functions the state machine invokes each publish a Lambda version
+// (kept when a later deployment replaces it) with a `live` alias on it;
+// the definition names the versions (definition_test.go). The API and
+// recover functions, which no Task invokes, have none.
+func TestLambdaVersionsAndAliases(t *testing.T) {
+	both(t, func(t *testing.T, s *synthesized) {
+		versions := s.resources("AWS::Lambda::Version")
+		aliases := s.resources("AWS::Lambda::Alias")
+		if len(versions) != len(lifecycleSubstitutions) || len(aliases) != len(lifecycleSubstitutions) {
+			t.Errorf("%d Lambda versions and %d aliases, want %d of each (one per function the state machine invokes)",
+				len(versions), len(aliases), len(lifecycleSubstitutions))
+		}
+		raw := s.raw["Resources"].(map[string]any)
+		for _, name := range lifecycleSubstitutions {
+			t.Run(name, func(t *testing.T) {
+				fnID, _ := s.function(t, name)
+				versionID := lambdaVersionOf(t, s, fnID)
+				if r := raw[versionID].(map[string]any); r["UpdateReplacePolicy"] != "Retain" || r["DeletionPolicy"] != "Retain" {
+					t.Errorf("version %s of %s is not retained: UpdateReplacePolicy %v, DeletionPolicy %v", versionID, name, r["UpdateReplacePolicy"], r["DeletionPolicy"])
+				}
+				found := 0
+				for _, a := range aliases {
+					p := props(a)
+					if render(p["FunctionName"]) != "{"+fnID+"}" {
+						continue
+					}
+					found++
+					if p["Name"] != stack.AliasName || render(p["FunctionVersion"]) != "{"+versionID+".Version}" {
+						t.Errorf("alias of %s: name %v, version %s; want %s on {%s.Version}", name, p["Name"], render(p["FunctionVersion"]), stack.AliasName, versionID)
+					}
+				}
+				if found != 1 {
+					t.Errorf("%s has %d aliases, want 1", name, found)
+				}
+			})
+		}
+		for _, name := range []string{stack.FnAPI, stack.FnRecover} {
+			fnID, _ := s.function(t, name)
+			for id, v := range versions {
+				if render(props(v)["FunctionName"]) == "{"+fnID+"}" {
+					t.Errorf("%s has a version %s: no Task invokes it", name, id)
+				}
+			}
+		}
+	})
+}
+
+// lambdaVersionOf is the one AWS::Lambda::Version of a function.
+func lambdaVersionOf(t *testing.T, s *synthesized, fnID string) string {
+	t.Helper()
+	var ids []string
+	for id, v := range s.resources("AWS::Lambda::Version") {
+		if render(props(v)["FunctionName"]) == "{"+fnID+"}" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("function %s has versions %v, want exactly one", fnID, ids)
+	}
+	return ids[0]
 }
 
 func TestHTTPAPI(t *testing.T) {
@@ -614,18 +681,20 @@ func TestParametersAndOutputs(t *testing.T) {
 		tableID, _ := s.only(t, "AWS::DynamoDB::Table")
 		smID, _ := s.only(t, "AWS::StepFunctions::StateMachine")
 		aliasID, _ := s.only(t, "AWS::StepFunctions::StateMachineAlias")
+		versionID, _ := s.only(t, "AWS::StepFunctions::StateMachineVersion")
 		busID, _ := s.only(t, "AWS::Events::EventBus")
 		bucketID, _ := s.only(t, "AWS::S3::Bucket")
 		stageID, _ := s.only(t, "AWS::ApiGatewayV2::Stage")
 		apiID, _ := s.only(t, "AWS::ApiGatewayV2::Api")
 		_ = stageID
 		want := map[string]string{
-			stack.OutputAPIURL:               "https://{" + apiID + "}.execute-api.{AWS::Region}.{AWS::URLSuffix}/",
-			stack.OutputTableName:            "{" + tableID + "}",
-			stack.OutputStateMachineARN:      "{" + smID + "}",
-			stack.OutputStateMachineAliasARN: "{" + aliasID + ".Arn}",
-			stack.OutputEventBusName:         "{" + busID + "}",
-			stack.OutputBlobBucketName:       "{" + bucketID + "}",
+			stack.OutputAPIURL:                 "https://{" + apiID + "}.execute-api.{AWS::Region}.{AWS::URLSuffix}/",
+			stack.OutputTableName:              "{" + tableID + "}",
+			stack.OutputStateMachineARN:        "{" + smID + "}",
+			stack.OutputStateMachineAliasARN:   "{" + aliasID + ".Arn}",
+			stack.OutputStateMachineVersionARN: "{" + versionID + ".Arn}",
+			stack.OutputEventBusName:           "{" + busID + "}",
+			stack.OutputBlobBucketName:         "{" + bucketID + "}",
 		}
 		outputs := s.raw["Outputs"].(map[string]any)
 		if len(outputs) != len(want) {

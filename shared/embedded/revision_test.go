@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/embedded"
+	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/revision"
 	"github.com/openprogram/lifecycle/statemachines"
 )
@@ -113,5 +115,42 @@ func TestStartDeploysTheRevision(t *testing.T) {
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// An approval opened under one definition and decided after a restart with
+// another (that renamed the very state the execution waits in) completes
+// on the definition it started with: the engine resumes each execution on
+// its own definition, never on the new file.
+func TestPendingApprovalKeepsItsDefinitionAcrossADeployment(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	ex := &countingExecutor{}
+	s := start(t, dir, ws, ex)
+	a := submit(t, s, "Write", `{"file_path":"after-deploy.txt","content":"ok"}`)
+	ap := pending(t, s, a.ActionID)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	renamed := []byte(strings.ReplaceAll(string(statemachines.ActionLifecycle), `"AwaitApproval"`, `"AwaitHumanApproval"`))
+	if string(renamed) == string(statemachines.ActionLifecycle) {
+		t.Fatal("the definition has no AwaitApproval state to rename")
+	}
+	s2 := start(t, dir, ws, ex, func(c *embedded.Config) { c.Definition = renamed })
+	defer s2.Close(context.Background())
+	if !strings.HasSuffix(s2.LiveVersionARN, ":2") {
+		t.Fatalf("the new definition is live on %s, want version 2", s2.LiveVersionARN)
+	}
+	human := actionflow.Principal{Subject: "alice", Role: "human", Session: "ses_e2e"}
+	if _, err := s2.Service.DecideApproval(context.Background(), ap.ApprovalID, actionflow.DecisionApprove, ap.ArgsDigest, human); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, s2, a.ActionID, terminal)
+	if got.States.Outcome != lifecycle.OutcomeSucceeded {
+		t.Fatalf("after the deployment: %+v", got.States)
+	}
+	def, err := s2.SFN.DescribeStateMachineForExecution(context.Background(), &sfn.DescribeStateMachineForExecutionInput{
+		ExecutionArn: aws.String(s2.SFNClient.ExecutionARN(a.ActionID))})
+	if err != nil || !strings.Contains(aws.ToString(def.Definition), `"AwaitApproval"`) {
+		t.Fatalf("the execution's definition: %v", err)
 	}
 }

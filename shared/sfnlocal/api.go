@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/openprogram/lifecycle/shared/asl"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -310,10 +311,16 @@ func (e *Engine) startExecution(ctx context.Context, in startExecutionInput) (an
 		return repeat(r)
 	}
 
+	// A version must not be deleted between this start reading it and the
+	// execution being listed as running on it (deleteVersion counts those).
+	// The lock is released before status events are delivered, so a
+	// callback may start executions itself.
+	release := func() {}
 	if t != (target{}) {
-		// The version must not be deleted before the execution is written.
 		e.versionsMu.RLock()
-		defer e.versionsMu.RUnlock()
+		var once sync.Once
+		release = func() { once.Do(e.versionsMu.RUnlock) }
+		defer release()
 	}
 	d, digest, version, err := e.resolveStart(ctx, in.StateMachineArn, t)
 	if err != nil {
@@ -346,6 +353,7 @@ func (e *Engine) startExecution(ctx context.Context, in startExecutionInput) (an
 		e.execs[name] = x
 		e.mu.Unlock()
 	}
+	release()
 	x.pending = append([]StatusChangeEvent{running}, x.pending...)
 	e.unlock(x)
 	x.mu.Lock()

@@ -19,6 +19,7 @@
 //		StateMachineName: "action-lifecycle",
 //		Functions:        map[string]sfnlocal.LambdaFunc{authorizeARN: sfnlocal.Handler(authorize.Handle), ...},
 //		OnStatusChange:   sweeper.OnStatusChange,
+//		VersionInUse:     pinned,                          // optional: refuses DeleteStateMachineVersion
 //	})
 //	err = eng.Start(ctx)                                 // resume stored executions
 //	srv := &http.Server{Addr: "127.0.0.1:0", Handler: eng.Handler()}
@@ -169,7 +170,10 @@
 // running executions finish on a deleted version; here nothing that may
 // still need a definition loses it. Publishing, deleting and alias changes
 // are serialized against starts on a version or alias, so a version is
-// never deleted under an execution starting on it.
+// never deleted under an execution starting on it. A start on a version or
+// alias writes what any start writes; the version and alias it reads are
+// cached in memory (they change only through this engine, which empties
+// the cache on every change), so it reads nothing from the store either.
 //
 // Versions and aliases live in the store beside the executions:
 //

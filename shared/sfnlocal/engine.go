@@ -54,7 +54,8 @@ type Config struct {
 	// state machine version (the lifecycle: executions pinned to it). When
 	// it says so, DeleteStateMachineVersion is refused with
 	// ConflictException, as it is while executions of the engine run on
-	// the version or an alias routes to it. Optional.
+	// the version or an alias routes to it. It is called while version
+	// changes are locked: it must not call the engine's API. Optional.
 	VersionInUse func(ctx context.Context, versionARN string) (bool, error)
 }
 
@@ -89,6 +90,7 @@ type Engine struct {
 	versionsMu sync.RWMutex
 	defsMu     sync.Mutex // guards defs
 	defs       map[string]*loadedDef
+	starts     startCache
 
 	baseCtx context.Context
 	cancel  context.CancelFunc

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/openprogram/lifecycle/shared/asl"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -243,6 +244,8 @@ func (e *Engine) aliases(ctx context.Context) ([]aliasRecord, error) {
 	return out, nil
 }
 
+// putItem writes a version or alias item (PutOnce when stored is 0, else
+// over that version). Callers hold versionsMu and call forgetStarts.
 func putItem(ctx context.Context, st store.Store, key store.Key, body any, stored int64) error {
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -264,28 +267,93 @@ func (e *Engine) resolveStart(ctx context.Context, arn string, t target) (d *loa
 		d, err := e.loadDefinition(ctx, e.digest)
 		return d, e.digest, 0, err
 	case t.alias != "":
-		a, _, err := e.getAlias(ctx, t.alias)
+		routing, err := e.cachedRouting(ctx, t.alias)
 		if err != nil {
 			return nil, "", 0, err
 		}
-		if a == nil {
+		if routing == nil {
 			return nil, "", 0, clientError("StateMachineDoesNotExist", "State Machine Does Not Exist: '%s'", arn)
 		}
-		version = e.route(a.Routing)
+		version = e.route(routing)
 	default:
 		version = t.version
 	}
-	v, _, err := e.getVersion(ctx, version)
+	def, err := e.cachedVersionDef(ctx, version)
 	if err != nil {
 		return nil, "", 0, err
 	}
-	if v == nil {
+	if def == "" {
 		return nil, "", 0, clientError("StateMachineDoesNotExist", "State Machine Does Not Exist: '%s'", e.VersionArn(version))
 	}
-	if d, err = e.loadDefinition(ctx, v.Def); err != nil {
+	if d, err = e.loadDefinition(ctx, def); err != nil {
 		return nil, "", 0, fmt.Errorf("version %d: %w", version, err)
 	}
-	return d, v.Def, version, nil
+	return d, def, version, nil
+}
+
+// startCache spares a StartExecution on a version or alias its store
+// reads: what a version runs and where an alias routes change only
+// through this engine (one engine per store), under versionsMu held
+// exclusively, and every such change empties the cache (forgetStarts).
+type startCache struct {
+	mu       sync.Mutex
+	versions map[int64]string   // version -> definition digest ("" absent)
+	aliases  map[string][]route // alias -> routing (nil absent)
+}
+
+func (e *Engine) cachedVersionDef(ctx context.Context, n int64) (string, error) {
+	c := &e.starts
+	c.mu.Lock()
+	def, ok := c.versions[n]
+	c.mu.Unlock()
+	if ok {
+		return def, nil
+	}
+	v, _, err := e.getVersion(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	if v != nil {
+		def = v.Def
+	}
+	c.mu.Lock()
+	if c.versions == nil {
+		c.versions = map[int64]string{}
+	}
+	c.versions[n] = def
+	c.mu.Unlock()
+	return def, nil
+}
+
+func (e *Engine) cachedRouting(ctx context.Context, name string) ([]route, error) {
+	c := &e.starts
+	c.mu.Lock()
+	rs, ok := c.aliases[name]
+	c.mu.Unlock()
+	if ok {
+		return rs, nil
+	}
+	a, _, err := e.getAlias(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		rs = a.Routing
+	}
+	c.mu.Lock()
+	if c.aliases == nil {
+		c.aliases = map[string][]route{}
+	}
+	c.aliases[name] = rs
+	c.mu.Unlock()
+	return rs, nil
+}
+
+// forgetStarts empties the start cache; callers hold versionsMu.
+func (e *Engine) forgetStarts() {
+	e.starts.mu.Lock()
+	e.starts.versions, e.starts.aliases = nil, nil
+	e.starts.mu.Unlock()
 }
 
 // route picks the version of an alias for one execution, by weight.
@@ -324,6 +392,7 @@ func (e *Engine) publishVersion(ctx context.Context, in publishInput) (any, erro
 	}
 	e.versionsMu.Lock()
 	defer e.versionsMu.Unlock()
+	defer e.forgetStarts()
 	for {
 		page, err := e.store.Query(ctx, verPKPrefix+e.smName, store.QueryOptions{SKPrefix: verSKPrefix, Descending: true, Limit: 1})
 		if err != nil {
@@ -450,6 +519,7 @@ func (e *Engine) deleteVersion(ctx context.Context, arn string) (any, error) {
 	}
 	e.versionsMu.Lock()
 	defer e.versionsMu.Unlock()
+	defer e.forgetStarts()
 	v, stored, err := e.getVersion(ctx, t.version)
 	if err != nil || v == nil {
 		return struct{}{}, err
@@ -579,6 +649,7 @@ func (e *Engine) createAlias(ctx context.Context, in createAliasInput) (any, err
 	}
 	e.versionsMu.Lock()
 	defer e.versionsMu.Unlock()
+	defer e.forgetStarts()
 	rs, err := e.checkRouting(ctx, in.RoutingConfiguration)
 	if err != nil {
 		return nil, err
@@ -625,6 +696,7 @@ func (e *Engine) updateAlias(ctx context.Context, in updateAliasInput) (any, err
 	}
 	e.versionsMu.Lock()
 	defer e.versionsMu.Unlock()
+	defer e.forgetStarts()
 	var rs []route
 	if in.RoutingConfiguration != nil {
 		if rs, err = e.checkRouting(ctx, in.RoutingConfiguration); err != nil {
@@ -750,6 +822,7 @@ func (e *Engine) deleteAlias(ctx context.Context, arn string) (any, error) {
 	}
 	e.versionsMu.Lock()
 	defer e.versionsMu.Unlock()
+	defer e.forgetStarts()
 	a, stored, err := e.getAlias(ctx, name)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,11 @@ package sfnlocal
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -331,6 +335,10 @@ func TestStateMachineAliases(t *testing.T) {
 		aws.ToString(d.RoutingConfiguration[0].StateMachineVersionArn) != v1 || d.RoutingConfiguration[0].Weight != 100 {
 		t.Fatalf("described %+v %v", d, err)
 	}
+	h.startOn(live, "before-split")
+	if got := aws.ToString(h.describe("before-split").StateMachineVersionArn); got != v1 {
+		t.Fatalf("routed to %s, want %s", got, v1)
+	}
 	// Split 40/60: the harness's random number is 0.5, so the second.
 	if _, err := h.client.UpdateStateMachineAlias(ctx, &sfn.UpdateStateMachineAliasInput{StateMachineAliasArn: aws.String(live), RoutingConfiguration: routing(v1, 40, v2, 60)}); err != nil {
 		t.Fatal(err)
@@ -411,5 +419,43 @@ func TestOldDefinitionWithAMissingFunction(t *testing.T) {
 	d := h.waitStatus("x", types.ExecutionStatusFailed)
 	if aws.ToString(d.Error) != "Lambda.ResourceNotFoundException" || !strings.Contains(aws.ToString(d.Cause), "gone") {
 		t.Fatalf("error %s cause %s", aws.ToString(d.Error), aws.ToString(d.Cause))
+	}
+}
+
+// Starts on a version racing its deletion: either the delete wins and no
+// execution runs on the version, or a start wins and the delete is refused.
+// Never both (the start's read of the version and its listing as running
+// happen under the lock deleteVersion takes).
+func TestDeleteVersionRacingStarts(t *testing.T) {
+	h := newHarness(t, defA, nil)
+	ctx := context.Background()
+	for round := range 20 {
+		v := h.publish("round")
+		// Each round publishes a new version: a new definition each time.
+		h.def = strings.Replace(defA, `"ran A"`, `"ran `+strconv.Itoa(round)+`"`, 1)
+		h.restart()
+		var wg sync.WaitGroup
+		var deleted atomic.Bool
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = h.client.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(v), Name: aws.String(fmt.Sprintf("r%d-%d", round, i))})
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := h.client.DeleteStateMachineVersion(ctx, &sfn.DeleteStateMachineVersionInput{StateMachineVersionArn: aws.String(v)})
+			deleted.Store(err == nil)
+		}()
+		wg.Wait()
+		out, err := h.client.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(v), StatusFilter: types.ExecutionStatusRunning})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deleted.Load() && len(out.Executions) > 0 {
+			t.Fatalf("round %d: version %s deleted with %d executions running on it", round, v, len(out.Executions))
+		}
 	}
 }
