@@ -151,6 +151,25 @@ func TestApprovalAcrossARevisionChange(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(ws, "approved.txt")); !os.IsNotExist(err) {
 					t.Fatal("the held action ran")
 				}
+				// The owner's explicit choice: keep the original revision,
+				// then Continue. The held approval completes A's wait.
+				ver := e.Version
+				if r, err := p.human.Command(ctx, a.ExecutionID, httpapi.CommandBody{CommandID: "cmd_keep", Type: "set_revision_policy",
+					ExpectedVersion: &ver, Payload: json.RawMessage(`{"policy":"keep_original"}`)}); err != nil || r.Status != "applied" {
+					t.Fatalf("set policy: %+v %v", r, err)
+				}
+				ver++
+				if r, err := p.human.Command(ctx, a.ExecutionID, httpapi.CommandBody{CommandID: "cmd_continue", Type: "continue", ExpectedVersion: &ver}); err != nil || r.Status != "applied" {
+					t.Fatalf("continue: %+v %v", r, err)
+				}
+				done := waitFor(t, p.s, a.ActionID, terminal)
+				rc, err := p.s.Service.GetReceipt(ctx, a.ActionID)
+				if done.States.Outcome != lifecycle.OutcomeSucceeded || err != nil || rc.Revision != ids.RevisionID(revA) || done.Machine != "" {
+					t.Fatalf("after continue: %+v receipt %q %v machine %q", done.States, rc.Revision, err, done.Machine)
+				}
+				if ver, st := machineVersion(t, p.s, string(a.ActionID)); ver != versionA || st != "SUCCEEDED" {
+					t.Fatalf("machine on %s (%s), want A %s", ver, st, versionA)
+				}
 				return
 			}
 			got := waitFor(t, p.s, a.ActionID, terminal)
