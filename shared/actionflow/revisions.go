@@ -173,6 +173,9 @@ func (s *Service) selectRevision(ctx context.Context, e Execution) (ids.Revision
 		return active, nil, nil
 	}
 	ok, diffs, err := s.cfg.Revisions.CanResume(ctx, live, active)
+	if errors.Is(err, ErrRevisionUnavailable) {
+		return "", &RevisionBlock{Reason: RevisionUnavailable, Active: active, Candidate: live, Differences: []string{err.Error()}}, nil
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("can %s resume %s: %w", live, active, err)
 	}

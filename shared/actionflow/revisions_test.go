@@ -40,6 +40,8 @@ func TestRevisionSelection(t *testing.T) {
 			func(r *flowtest.Revisions) { r.SetLive("rev_b") }, "", "rev_a", actionflow.ExecPaused, actionflow.RevisionIncompatible},
 		{"keep_original pauses when A is gone, never runs B", actionflow.KeepOriginal,
 			func(r *flowtest.Revisions) { r.SetLive("rev_b", "rev_a"); r.Remove("rev_a") }, "", "rev_a", actionflow.ExecPaused, actionflow.RevisionUnavailable},
+		{"use_latest pauses unavailable when the registry lost A, never adopts blindly", actionflow.UseLatest,
+			func(r *flowtest.Revisions) { r.SetLive("rev_b", "rev_a"); r.Forget("rev_a") }, "", "rev_a", actionflow.ExecPaused, actionflow.RevisionUnavailable},
 		{"use_latest with nothing new stays on A", actionflow.UseLatest,
 			func(r *flowtest.Revisions) {}, "rev_a", "rev_a", actionflow.ExecRunning, ""},
 	}

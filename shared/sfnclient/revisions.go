@@ -34,16 +34,17 @@ func (r *Revisions) Live(ctx context.Context) (ids.RevisionID, error) {
 	return ids.RevisionID(p.Revision.ID), nil
 }
 
-// CanResume is revision.CanResume of the two published revisions; a
-// revision missing from the registry cannot resume anything, nor be resumed.
+// CanResume is revision.CanResume of the two published revisions. A
+// revision missing from the registry is actionflow.ErrRevisionUnavailable:
+// what it declares cannot be known, so nothing is decided about it.
 func (r *Revisions) CanResume(ctx context.Context, candidate, active ids.RevisionID) (bool, []string, error) {
 	c, err := r.published(ctx, candidate)
 	if err != nil {
-		return false, []string{err.Error()}, ignoreUnavailable(err)
+		return false, nil, err
 	}
 	a, err := r.published(ctx, active)
 	if err != nil {
-		return false, []string{err.Error()}, ignoreUnavailable(err)
+		return false, nil, err
 	}
 	ok, diffs := c.Revision.CanResume(a.Revision)
 	return ok, diffs, nil
@@ -80,13 +81,6 @@ func (r *Revisions) published(ctx context.Context, rev ids.RevisionID) (revision
 		return p, fmt.Errorf("revision %s is not in the registry: %w", rev, actionflow.ErrRevisionUnavailable)
 	}
 	return p, err
-}
-
-func ignoreUnavailable(err error) error {
-	if errors.Is(err, actionflow.ErrRevisionUnavailable) {
-		return nil
-	}
-	return err
 }
 
 // VersionInUse says whether a state machine version is still needed by

@@ -20,8 +20,9 @@ type Revisions struct {
 	live ids.RevisionID
 	// resumes: revision -> the revisions it can resume (itself always).
 	resumes map[ids.RevisionID][]ids.RevisionID
-	// gone: revisions no longer loadable.
-	gone map[ids.RevisionID]bool
+	// gone: revisions no longer loadable; unknown: revisions the registry
+	// lost (what they declare is unknown).
+	gone, unknown map[ids.RevisionID]bool
 	// started: action -> the revisions its machine was started on, in order.
 	started map[ids.ActionID][]ids.RevisionID
 	starter actionflow.Starter
@@ -31,7 +32,7 @@ var _ actionflow.Revisions = (*Revisions)(nil)
 
 // NewRevisions makes a deployment whose live revision is live.
 func NewRevisions(live ids.RevisionID) *Revisions {
-	return &Revisions{live: live, resumes: map[ids.RevisionID][]ids.RevisionID{}, gone: map[ids.RevisionID]bool{}, started: map[ids.ActionID][]ids.RevisionID{}}
+	return &Revisions{live: live, resumes: map[ids.RevisionID][]ids.RevisionID{}, gone: map[ids.RevisionID]bool{}, unknown: map[ids.RevisionID]bool{}, started: map[ids.ActionID][]ids.RevisionID{}}
 }
 
 // SetLive deploys rev, which can resume the revisions listed.
@@ -46,6 +47,14 @@ func (r *Revisions) Remove(rev ids.RevisionID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gone[rev] = true
+}
+
+// Forget makes the registry lose rev: it is unloadable, and what it
+// declares is unknown.
+func (r *Revisions) Forget(rev ids.RevisionID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gone[rev], r.unknown[rev] = true, true
 }
 
 // StartedOn lists the revisions a's machine was started on.
@@ -64,6 +73,9 @@ func (r *Revisions) Live(context.Context) (ids.RevisionID, error) {
 func (r *Revisions) CanResume(_ context.Context, candidate, active ids.RevisionID) (bool, []string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.unknown[active] {
+		return false, nil, fmt.Errorf("revision %s is not in the registry: %w", active, actionflow.ErrRevisionUnavailable)
+	}
 	if candidate == active || slices.Contains(r.resumes[candidate], active) {
 		return true, nil, nil
 	}
