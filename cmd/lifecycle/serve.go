@@ -44,6 +44,8 @@ type serveOptions struct {
 	sweep                                                       time.Duration
 	// mcpServers is the downstream MCP servers file (see package mcpdownstream).
 	mcpServers string
+	// revisionPolicy is the default revision policy of new executions.
+	revisionPolicy string
 }
 
 func serveCmd() *cobra.Command {
@@ -70,6 +72,7 @@ catalog as mcp__<server>__<tool> and run through the same lifecycle (see the REA
 	f.StringVar(&o.restartWindow, "restart-window", "-1", "automatic continuation after an interruption, for sessions whose policy sets no restart_window_seconds: -1 unlimited, 0 off, or a duration (2h)")
 	f.DurationVar(&o.sweep, "sweep-interval", time.Minute, "recovery sweep period (the EventBridge schedule's stand-in)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.revisionPolicy, "revision-policy", clientcmd.EnvOr("LIFECYCLE_REVISION_POLICY", "keep_original"), "revision policy of new executions (env LIFECYCLE_REVISION_POLICY): keep_original (each keeps the revision it started on) or use_latest (each adopts a compatible newer revision at its next action); per execution: lifecycle revision-policy")
 	f.StringVar(&o.mcpServers, "mcp-servers", os.Getenv(mcpdownstream.EnvConfig), "downstream MCP servers whose tools join the catalog as mcp__<server>__<tool> (JSON file; env "+mcpdownstream.EnvConfig+")")
 	return cmd
 }
@@ -86,6 +89,9 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	}
 	if err := ids.Validate("--session", o.session); err != nil {
 		return err
+	}
+	if o.revisionPolicy != "" && !actionflow.ValidRevisionPolicy(o.revisionPolicy) { // "": keep_original
+		return fmt.Errorf("--revision-policy: %q is not keep_original or use_latest", o.revisionPolicy)
 	}
 	ws, err := filepath.Abs(o.workspace)
 	if err != nil {
@@ -199,6 +205,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	es, err := embedded.Start(ctx, embedded.Config{
 		Routes: mcpRoutes, Executors: mcpExecutors,
 		StateDir: stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
+		RevisionPolicy: o.revisionPolicy,
 		NewDecider: func(st store.Store) (actionflow.Decider, error) {
 			eng, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: st, FS: permission.OSFS{},
 				ProtectedPaths: protected})
@@ -229,7 +236,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	}
 	api, err := httpapi.New(httpapi.Config{
 		Service: es.Service, Auth: issuer, Policies: policies, Control: ctl, Facts: ctl, Wake: es.Bus, Logger: log,
-		Tools: tools, Machines: es.SFNClient, Replays: replays,
+		Tools: tools, Machines: es.SFNClient, Replays: replays, Revisions: es.Revisions,
 	})
 	if err != nil {
 		es.Close(context.Background())

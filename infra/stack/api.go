@@ -60,6 +60,7 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/policy/replays"},
 	{Method: "GET", Path: "/v1/policy/replays/{replay_id}"},
 	{Method: "PUT", Path: "/v1/sessions/{session_id}/policy/options"},
+	{Method: "GET", Path: "/v1/revisions"},
 	// The MCP gateway (stateless behind API Gateway): POST carries every
 	// message; GET and DELETE reach it so clients get its 405, not a 404.
 	{Method: "POST", Path: "/mcp"},

@@ -56,6 +56,9 @@ func (s *Service) awaitApproval(ctx context.Context, in StepInput) (AwaitOutput,
 		if prev.TaskToken == in.TaskToken {
 			return AwaitOutput{ApprovalID: prev.ApprovalID, Status: prev.Status}, nil // re-invoked: same wait
 		}
+		if prev.Status == ApprovalApproved && a.Handoff != nil && a.Handoff.ApprovalID == prev.ApprovalID {
+			return s.awaitHandedOff(ctx, a, prev, in.TaskToken)
+		}
 		expected = prev.Version
 	case !errors.Is(err, store.ErrNotFound):
 		return AwaitOutput{}, err
@@ -86,6 +89,31 @@ func (s *Service) awaitApproval(ctx context.Context, in StepInput) (AwaitOutput,
 			return AwaitOutput{}, err
 		}
 		return AwaitOutput{ApprovalID: ap.ApprovalID, Status: ApprovalCancelled}, nil
+	}
+	return AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}, nil
+}
+
+// awaitHandedOff is the approval step of a machine an approved action was
+// handed off to (revisions.go): the decision was made already, so the
+// approval keeps it, takes this machine's wait (the sweeper resends the
+// decision there if this completion is lost) and completes it at once.
+func (s *Service) awaitHandedOff(ctx context.Context, a Action, ap Approval, token string) (AwaitOutput, error) {
+	if waitDigest(ap.TaskToken) == a.Handoff.FromWait {
+		expected := ap.Version
+		ap.TaskToken = token
+		ap.Version++
+		if err := s.cfg.Store.CompareAndSwap(ctx, s.approvalItem(ap), expected, 0); err != nil {
+			return AwaitOutput{}, fmt.Errorf("move approval %s to machine %s: %w", ap.ApprovalID, a.MachineName(), err)
+		}
+	} else if ap.TaskToken != token {
+		return AwaitOutput{}, &PermanentError{Code: "stale_wait", Msg: "the approval belongs to another machine's wait"}
+	}
+	if s.cfg.Tasks == nil {
+		return AwaitOutput{}, errors.New("actionflow: no TaskCompleter configured")
+	}
+	err := s.cfg.Tasks.SendTaskSuccess(ctx, token, encode(AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}))
+	if err != nil && !errors.Is(err, ErrTaskGone) {
+		return AwaitOutput{}, fmt.Errorf("complete the handed-off wait of %s: %w", ap.ApprovalID, err)
 	}
 	return AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}, nil
 }
@@ -187,7 +215,13 @@ func (s *Service) DecideApproval(ctx context.Context, id ids.ApprovalID, decisio
 		return decided, errors.New("actionflow: no TaskCompleter configured")
 	}
 	if st == ApprovalApproved {
-		err = s.cfg.Tasks.SendTaskSuccess(ctx, ap.TaskToken, encode(AwaitOutput{ApprovalID: ap.ApprovalID, Status: st}))
+		// The approval boundary selects the revision again: the wait
+		// completes on the machine's own revision, or the action is handed
+		// off to the adopted one, or held by a revision block (revisions.go).
+		var a Action
+		if a, err = s.getAction(ctx, actionID); err == nil {
+			_, err = s.resumeApproved(ctx, a, decided)
+		}
 	} else {
 		err = s.cfg.Tasks.SendTaskFailure(ctx, ap.TaskToken, ApprovalDeclined, "declined by "+by.Subject)
 	}

@@ -168,7 +168,7 @@ func (s *Service) StartChildTask(ctx context.Context, parentID ids.ExecutionID, 
 				Msg: fmt.Sprintf("execution %s is %s; a child task is started only by a running or paused execution", parentID, p.Status), Current: p}
 		}
 		child := Execution{ExecutionID: req.ExecutionID, SessionID: p.SessionID, RunID: p.RunID, ParentID: p.ExecutionID,
-			BranchID: p.BranchID, RevisionID: p.RevisionID, Kind: req.Kind, Status: ExecRunning, LastActivity: s.now()}
+			BranchID: p.BranchID, StartedRevision: p.ActiveRevision, ActiveRevision: p.ActiveRevision, RevisionPolicy: p.RevisionPolicy, Kind: req.Kind, Status: ExecRunning, LastActivity: s.now()}
 		_, err = s.CreateChild(ctx, p, &child, nil)
 		var pm *ParentMovedError
 		if errors.As(err, &pm) && i < maxParentRaces {

@@ -52,6 +52,33 @@
 // failed, reason iteration_limit, its unstarted actions closed) and
 // consumes a Step's budget.
 //
+// Revisions (revisions.go; specification 003, "Function versions and
+// durable continuation"): with Config.Revisions set, every execution
+// records the revision it started on (StartedRevision), the one its next
+// action starts on (ActiveRevision) and its policy (RevisionPolicy:
+// keep_original, the default, or use_latest; Config.RevisionPolicy is the
+// default of new executions, the set_revision_policy command of package
+// control changes it). Starting an action's machine is the safe
+// boundary where the revision is selected: keep_original starts it on
+// the active revision's version; use_latest adopts the live revision
+// first when that can resume the active one (recorded on the execution
+// with execution.revision_adopted, and kept by later keep_original
+// selections). An incompatible live revision, or an active one that can
+// no longer be loaded, pauses the execution (PauseByRevision, reason
+// revision_incompatible or revision_unavailable, RevisionBlock with the
+// differences) and holds the action unstarted; it never falls back to
+// another revision and never restarts anything; Continue (StartHeld)
+// selects again. An approved approval is the other boundary (no start
+// evidence yet): keep_original completes the waiting machine, use_latest
+// with a newer compatible revision hands the action off (Action.Handoff:
+// the old machine is stopped before it revalidates, a machine named
+// <action>-r<n> starts on the adopted revision and its approval step
+// completes its own wait from the approved approval), a block holds it
+// with the approval kept approved (ResendDecision does not send it).
+// The action records the revision its machine runs on; its receipt and
+// the checkpoint fold keep it (provenance); receipts sealed under an
+// older revision stay as they are and are never recomputed.
+//
 // Two durable markers on the action close races: Result (the dispatch
 // result, written by the owning attempt before the state machine hears of
 // it) and Closed (written before a not_started receipt is sealed or when

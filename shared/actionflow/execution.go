@@ -38,6 +38,8 @@ const (
 	PauseByUser    = "user"    // Pause command, or the end of a Step
 	PauseByRestart = "restart" // orderly shutdown or restart recovery
 	PauseByFork    = "fork"    // an agent_chat child of Fork/Retry starts paused
+	// PauseByRevision (revisions.go): the revision policy could not select
+	// a revision to run on (incompatible or unavailable).
 )
 
 // CommandRef names the control command whose application produced an
@@ -57,10 +59,20 @@ type Execution struct {
 	// ParentID is the execution a fork or retry was created from.
 	ParentID ids.ExecutionID `json:"parent_id,omitempty"`
 	// BranchID is the conversation branch (one Activity row per branch).
-	BranchID   string          `json:"branch_id"`
-	RevisionID ids.RevisionID  `json:"revision_id,omitempty"`
-	Kind       string          `json:"kind"` // agent_chat | job | function
-	Status     ExecutionStatus `json:"status"`
+	BranchID string `json:"branch_id"`
+	// StartedRevision is the revision the execution started on (empty: it
+	// started before revisions were recorded). Fixed at start.
+	StartedRevision ids.RevisionID `json:"started_revision,omitempty"`
+	// ActiveRevision is the revision its next action starts on: the
+	// started one, or the last one use_latest adopted (revisions.go).
+	ActiveRevision ids.RevisionID `json:"active_revision,omitempty"`
+	// RevisionPolicy is KeepOriginal or UseLatest, set from the configured
+	// default at start and changed only by the set_revision_policy command.
+	RevisionPolicy string `json:"revision_policy,omitempty"`
+	// RevisionBlock is why the revision policy paused it (nil: it did not).
+	RevisionBlock *RevisionBlock  `json:"revision_block,omitempty"`
+	Kind          string          `json:"kind"` // agent_chat | job | function
+	Status        ExecutionStatus `json:"status"`
 	// Title is the short human title the client gave when the execution
 	// started (Activity's branch heading); empty: none. Fixed at start.
 	Title string `json:"title,omitempty"`
@@ -280,6 +292,13 @@ func (s *Service) ensureExecution(ctx context.Context, id ids.ExecutionID, sessi
 		e = Execution{ExecutionID: id, SessionID: session, RunID: ids.NewRunID(), BranchID: string(id),
 			Kind: "agent_chat", Status: ExecRunning, IterationLimit: iterationLimit, IterationLimitSource: source,
 			IdleTimeoutSeconds: def.IdleTimeoutSeconds, Title: title, CreatedAt: now, LastActivity: now}
+		if s.cfg.Revisions != nil {
+			live, err := s.cfg.Revisions.Live(ctx)
+			if err != nil {
+				return Execution{}, fmt.Errorf("live revision: %w", err)
+			}
+			e.StartedRevision, e.ActiveRevision, e.RevisionPolicy = live, live, s.cfg.RevisionPolicy
+		}
 		err = s.SaveExecution(ctx, &e, 0, 0)
 		var vc *store.VersionConflictError
 		if errors.As(err, &vc) {

@@ -146,7 +146,7 @@ func (s *Service) finishRecord(ctx context.Context, a Action, rc Receipt) (Recor
 //   - no start evidence -> not_started, with the decision's or the failure's reason.
 func (s *Service) receiptFor(a Action, in StepInput, by string) (Receipt, error) {
 	rc := Receipt{ActionID: a.ActionID, ExecutionID: a.ExecutionID, SessionID: a.SessionID, ToolCallID: a.ToolCallID,
-		Tool: a.Tool, ArgsDigest: a.ArgsDigest, Start: a.Start, RecordedAt: s.now(), RecordedBy: by}
+		Tool: a.Tool, ArgsDigest: a.ArgsDigest, Revision: a.Revision, Start: a.Start, RecordedAt: s.now(), RecordedBy: by}
 	if a.Decision != nil {
 		rc.PolicyVersion = a.Decision.PolicyVersion
 	}
@@ -294,6 +294,7 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 			}
 			ck.Recorded++
 			ck.LastActionID = a.ActionID
+			ck.Revision = rc.Revision
 			ck.Folded = append(ck.Folded, a.ActionID)
 			if len(ck.Folded) > foldedBound {
 				ck.Folded = ck.Folded[len(ck.Folded)-foldedBound:]

@@ -176,6 +176,16 @@ type Action struct {
 	ApprovalID ids.ApprovalID    `json:"approval_id,omitempty"`
 	Start      *StartEvidence    `json:"start,omitempty"`
 	Host       *HostTask         `json:"host,omitempty"`
+	// Revision is the revision its state machine was started on (empty:
+	// not started yet, or started before revisions were recorded); its
+	// receipt keeps it (provenance).
+	Revision ids.RevisionID `json:"revision,omitempty"`
+	// Machine names its current state machine execution when that is not
+	// the action id: the machine an approval handed it off to (Handoff).
+	Machine string `json:"machine,omitempty"`
+	// Handoff records the last move of the action to another revision's
+	// machine at its approval boundary (revisions.go, use_latest).
+	Handoff *Handoff `json:"handoff,omitempty"`
 	// Result is the dispatch result as the owning attempt learned it (the
 	// sync executor's return, or the result a host worker posted), written
 	// by that attempt with its fence before the state machine hears of it,
@@ -201,6 +211,29 @@ type Action struct {
 	// a revalidation replaced (an ask that was approved): what policy
 	// replay compares against.
 	InitialDecision *Decision `json:"initial_decision,omitempty"`
+}
+
+// MachineName is the name of the action's current state machine
+// execution: the action id, or the machine it was handed off to.
+func (a Action) MachineName() string {
+	if a.Machine != "" {
+		return a.Machine
+	}
+	return string(a.ActionID)
+}
+
+// Handoff is an action's move, at an approved approval and before any
+// start evidence, from the machine of one revision to a new machine of
+// the revision its execution adopted.
+type Handoff struct {
+	FromMachine  string         `json:"from_machine"`
+	FromRevision ids.RevisionID `json:"from_revision"`
+	// FromWait identifies the old machine's approval wait (a digest of
+	// its task token, never the token): that wait is never completed (its
+	// machine is stopped), so the decision is not resent there.
+	FromWait   string         `json:"from_wait"`
+	ApprovalID ids.ApprovalID `json:"approval_id"`
+	At         time.Time      `json:"at"`
 }
 
 // Closure says why an action will never be dispatched.
@@ -293,7 +326,9 @@ type Receipt struct {
 	Tool          string          `json:"tool"`
 	ArgsDigest    string          `json:"args_digest"`
 	PolicyVersion string          `json:"policy_version"`
-	Start         *StartEvidence  `json:"start,omitempty"`
+	// Revision is the revision whose state machine produced the receipt.
+	Revision ids.RevisionID `json:"revision,omitempty"`
+	Start    *StartEvidence `json:"start,omitempty"`
 	// ToolResult is the sealed result (its fields appear at the top level
 	// of the receipt's JSON).
 	ToolResult
@@ -321,9 +356,12 @@ type Checkpoint struct {
 	// Reconciled counts reconciliations of unknown outcomes folded in. They
 	// do not touch RecentFailures: a person's account is not a
 	// deterministic failure of the executor.
-	Reconciled int64     `json:"reconciled,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	Version    int64     `json:"-"`
+	Reconciled int64 `json:"reconciled,omitempty"`
+	// Revision is the revision of the receipt folded last (provenance of
+	// this version of the cursor).
+	Revision  ids.RevisionID `json:"revision,omitempty"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Version   int64          `json:"-"`
 }
 
 // foldedBound bounds Checkpoint.Folded (every record reads and writes it).

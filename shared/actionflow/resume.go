@@ -42,7 +42,12 @@ func (s *Service) ResendDecision(ctx context.Context, id ids.ActionID) (sent boo
 	}
 	switch ap.Status {
 	case ApprovalApproved:
-		err = s.cfg.Tasks.SendTaskSuccess(ctx, ap.TaskToken, encode(AwaitOutput{ApprovalID: ap.ApprovalID, Status: ap.Status}))
+		// The approval boundary selects the revision again (revisions.go).
+		var sent bool
+		sent, err = s.resumeApproved(ctx, a, ap)
+		if !sent && err == nil {
+			return false, nil
+		}
 	case ApprovalDeclinedSt:
 		by := ""
 		if ap.DecidedBy != nil {

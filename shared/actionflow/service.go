@@ -58,6 +58,12 @@ type Config struct {
 	// RunWork, if set, closes what an ending execution left open beyond
 	// its actions (model requests: package modelreq); see CloseUnstarted.
 	RunWork RunCloser
+	// Revisions, if set, decides the revision each action's state machine
+	// starts on (revisions.go) and starts it there instead of Starter.
+	Revisions Revisions
+	// RevisionPolicy is the policy of executions started from now on
+	// (KeepOriginal when empty).
+	RevisionPolicy string
 }
 
 // Service is the action lifecycle: one flow, one step per method, each step
@@ -75,6 +81,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.RevisionPolicy == "" {
+		cfg.RevisionPolicy = KeepOriginal
+	}
+	if !ValidRevisionPolicy(cfg.RevisionPolicy) {
+		return nil, fmt.Errorf("actionflow: revision policy %q is not %s or %s", cfg.RevisionPolicy, KeepOriginal, UseLatest)
 	}
 	if cfg.Contracts == nil {
 		cfg.Contracts = identity.Builtin

@@ -184,10 +184,16 @@ func (s *Service) resubmit(ctx context.Context, existing Action, reqDigest strin
 }
 
 func (s *Service) start(ctx context.Context, a Action) error {
+	in := encode(StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID})
+	if s.cfg.Revisions != nil {
+		if err := s.startOnRevision(ctx, a, in); err != nil {
+			return fmt.Errorf("start state machine for %s: %w", a.ActionID, err)
+		}
+		return nil
+	}
 	if s.cfg.Starter == nil {
 		return errors.New("actionflow: no Starter configured")
 	}
-	in := encode(StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID})
 	if err := s.cfg.Starter.StartAction(ctx, a.ActionID, in); err != nil {
 		return fmt.Errorf("start state machine for %s: %w", a.ActionID, err)
 	}

@@ -47,7 +47,7 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 		return nil, "", "", err
 	}
 	switch r.Type {
-	case Pause, Continue, Step, Steer, End:
+	case Pause, Continue, Step, Steer, End, SetRevisionPolicy:
 		if e.Version != r.ExpectedVersion {
 			return nil, "", fmt.Sprintf("stale_version: expected %d, the execution is at %d", r.ExpectedVersion, e.Version), nil
 		}
@@ -64,14 +64,23 @@ func (s *Service) transition(ctx context.Context, o Owner, e actionflow.Executio
 		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget = actionflow.ExecPaused, actionflow.PauseByUser, "pause", 0
 	case Continue:
 		// An explicit continuation ends any restart intent: the next
-		// interruption is measured from this (durable) activity.
+		// interruption is measured from this (durable) activity. It also
+		// lifts a revision block: the held actions select their revision
+		// again (finish starts them), under the policy it may set.
 		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget, next.Restart = actionflow.ExecRunning, "", "", 0, nil
+		next.RevisionBlock = nil
+		if p := decodeAs[ContinuePayload](r.Payload); p.RevisionPolicy != "" {
+			next.RevisionPolicy = p.RevisionPolicy
+		}
+	case SetRevisionPolicy:
+		next.RevisionPolicy = decodeAs[RevisionPolicyPayload](r.Payload).Policy
 	case Step:
 		p := decodeAs[StepPayload](r.Payload)
 		if p.Steps == 0 {
 			p.Steps = 1
 		}
 		next.Status, next.PauseOwner, next.PauseReason, next.StepBudget, next.Restart = actionflow.ExecRunning, "", "", p.Steps, nil
+		next.RevisionBlock = nil
 	case Steer:
 		p := decodeAs[SteerPayload](r.Payload)
 		if len(e.Steering) >= MaxSteeringEntries {
@@ -186,7 +195,7 @@ func (s *Service) fork(ctx context.Context, e actionflow.Execution, r Record) (i
 		}
 		now := s.flow.Now()
 		child := actionflow.Execution{ExecutionID: childID, SessionID: e.SessionID, RunID: e.RunID, ParentID: e.ExecutionID,
-			BranchID: string(childID), RevisionID: e.RevisionID, Kind: e.Kind, Status: actionflow.ExecRunning,
+			BranchID: string(childID), StartedRevision: e.ActiveRevision, ActiveRevision: e.ActiveRevision, RevisionPolicy: e.RevisionPolicy, Kind: e.Kind, Status: actionflow.ExecRunning,
 			IterationLimit: e.IterationLimit, IterationLimitSource: e.IterationLimitSource,
 			IdleTimeoutSeconds: e.IdleTimeoutSeconds, ForkPoint: &point,
 			LastCommand: &actionflow.CommandRef{ID: r.CommandID, Type: string(r.Type), Version: 1},

@@ -32,6 +32,11 @@ const (
 	// running or paused execution); an agent of the owning session may
 	// send it too (the only control it may send).
 	End Control = "end"
+	// SetRevisionPolicy changes the execution's revision policy
+	// (keep_original or use_latest; package actionflow, revisions.go). It
+	// is a setting, not an advertised control: it never starts, pauses or
+	// continues anything by itself.
+	SetRevisionPolicy Control = "set_revision_policy"
 
 	// Shutdown is the orderly stop's cooperative pause (owner "restart").
 	Shutdown Control = "shutdown"
@@ -50,7 +55,7 @@ func (c Control) known() bool {
 			return true
 		}
 	}
-	return c.system()
+	return c == SetRevisionPolicy || c.system()
 }
 
 // Command is a control request: Type applied to one execution, made
@@ -127,6 +132,15 @@ type (
 		Reason  string                     `json:"reason,omitempty"`
 		Message string                     `json:"message,omitempty"`
 	}
+	// ContinuePayload: optionally the revision policy the execution
+	// continues under (the version-fenced Continue chooses policy).
+	ContinuePayload struct {
+		RevisionPolicy string `json:"revision_policy,omitempty"`
+	}
+	// RevisionPolicyPayload: the policy set_revision_policy sets.
+	RevisionPolicyPayload struct {
+		Policy string `json:"policy"`
+	}
 	// RestartPayload is a restart decision (Shutdown: the intent only).
 	RestartPayload struct {
 		Intent actionflow.RestartIntent `json:"intent"`
@@ -166,15 +180,31 @@ func validate(execID ids.ExecutionID, c Command) error {
 		return &actionflow.ValidationError{Field: "command_id", Msg: err.Error()}
 	}
 	if !c.Type.known() {
-		return &actionflow.ValidationError{Field: "type", Msg: fmt.Sprintf("%q is not one of %v", c.Type, UserControls)}
+		return &actionflow.ValidationError{Field: "type", Msg: fmt.Sprintf("%q is not one of %v or %s", c.Type, UserControls, SetRevisionPolicy)}
 	}
 	if c.ExpectedVersion < 1 {
 		return &actionflow.ValidationError{Field: "expected_version", Msg: "required: the execution version the command was made against (>= 1)"}
 	}
 	switch c.Type {
-	case Pause, Continue:
+	case Pause:
 		if err := decodePayload(c.Payload, &struct{}{}); err != nil {
 			return err
+		}
+	case Continue:
+		var p ContinuePayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+		if p.RevisionPolicy != "" && !actionflow.ValidRevisionPolicy(p.RevisionPolicy) {
+			return &actionflow.ValidationError{Field: "payload.revision_policy", Msg: fmt.Sprintf("%q is not %s or %s", p.RevisionPolicy, actionflow.KeepOriginal, actionflow.UseLatest)}
+		}
+	case SetRevisionPolicy:
+		var p RevisionPolicyPayload
+		if err := decodePayload(c.Payload, &p); err != nil {
+			return err
+		}
+		if !actionflow.ValidRevisionPolicy(p.Policy) {
+			return &actionflow.ValidationError{Field: "payload.policy", Msg: fmt.Sprintf("required: %s or %s (got %q)", actionflow.KeepOriginal, actionflow.UseLatest, p.Policy)}
 		}
 	case Step:
 		var p StepPayload

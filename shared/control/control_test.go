@@ -111,6 +111,16 @@ func TestSubmitAppliesEachControl(t *testing.T) {
 				t.Fatalf("child %+v", child)
 			}
 		}},
+		{"set_revision_policy sets the policy and nothing else", "agent_chat", actionflow.ExecPaused, control.SetRevisionPolicy, `{"policy":"use_latest"}`, func(t *testing.T, f fixture, before, after actionflow.Execution, r control.Record) {
+			if after.RevisionPolicy != actionflow.UseLatest || after.Status != actionflow.ExecPaused || after.PauseOwner != before.PauseOwner {
+				t.Fatalf("after set_revision_policy: policy %q status %s owner %q", after.RevisionPolicy, after.Status, after.PauseOwner)
+			}
+		}},
+		{"continue may choose the revision policy", "agent_chat", actionflow.ExecPaused, control.Continue, `{"revision_policy":"use_latest"}`, func(t *testing.T, f fixture, before, after actionflow.Execution, r control.Record) {
+			if after.Status != actionflow.ExecRunning || after.RevisionPolicy != actionflow.UseLatest {
+				t.Fatalf("after continue: %s policy %q", after.Status, after.RevisionPolicy)
+			}
+		}},
 		{"retry an ended job: running child on the same branch", "job", actionflow.ExecCancelled, control.Retry, "", func(t *testing.T, f fixture, before, after actionflow.Execution, r control.Record) {
 			child := f.get(t, r.Child)
 			if child.ParentID != before.ExecutionID || child.BranchID != before.BranchID || child.Status != actionflow.ExecRunning || child.Kind != "job" {
@@ -164,6 +174,28 @@ func TestSubmitRefusals(t *testing.T) {
 		{"stale expected version", "agent_chat", actionflow.ExecRunning, cmd("c", control.Pause, 7, ""), human, func(t *testing.T, err error) {
 			var se *control.StaleVersionError
 			if !errors.As(err, &se) || se.Expected != 7 || se.Actual != 1 || !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("got %v", err)
+			}
+		}},
+		{"stale set_revision_policy", "agent_chat", actionflow.ExecRunning, cmd("c", control.SetRevisionPolicy, 3, `{"policy":"use_latest"}`), human, func(t *testing.T, err error) {
+			var se *control.StaleVersionError
+			if !errors.As(err, &se) || se.Expected != 3 || se.Actual != 1 {
+				t.Fatalf("got %v", err)
+			}
+		}},
+		{"an unknown revision policy", "agent_chat", actionflow.ExecRunning, cmd("c", control.SetRevisionPolicy, 1, `{"policy":"newest"}`), human, func(t *testing.T, err error) {
+			var ve *actionflow.ValidationError
+			if !errors.As(err, &ve) || ve.Field != "payload.policy" {
+				t.Fatalf("got %v", err)
+			}
+		}},
+		{"set_revision_policy of an ended execution", "agent_chat", actionflow.ExecCompleted, cmd("c", control.SetRevisionPolicy, 1, `{"policy":"use_latest"}`), human, func(t *testing.T, err error) {
+			if !errors.As(err, new(*control.UnsupportedError)) {
+				t.Fatalf("got %v", err)
+			}
+		}},
+		{"an agent may not set the revision policy", "agent_chat", actionflow.ExecRunning, cmd("c", control.SetRevisionPolicy, 1, `{"policy":"use_latest"}`), agent, func(t *testing.T, err error) {
+			if !errors.As(err, new(*actionflow.ForbiddenError)) {
 				t.Fatalf("got %v", err)
 			}
 		}},

@@ -37,6 +37,17 @@ func Check(e actionflow.Execution, c Control) error {
 	if c.system() {
 		return nil // preconditions are checked when applied (restart.go)
 	}
+	if c == SetRevisionPolicy {
+		// A setting of what later actions run on: while the execution can
+		// still run (running or paused), never during a cancellation.
+		if e.Status == actionflow.ExecRunning || e.Status == actionflow.ExecPaused {
+			return nil
+		}
+		if e.Status == actionflow.ExecCancelling || e.Status == actionflow.ExecCancelled {
+			return no("the execution is %s; cancellation takes precedence", e.Status)
+		}
+		return no("the execution has ended (%s); its revision policy no longer matters", e.Status)
+	}
 	switch e.Kind {
 	case "function":
 		if c == Steer {

@@ -94,6 +94,16 @@
 // and started actions finish and record. Controls advertises End on a
 // running or paused execution (the Activity UI offers it as "End…").
 //
+// SetRevisionPolicy (set_revision_policy, payload {"policy":
+// "keep_original"|"use_latest"}) changes which revision the execution's
+// later actions start on (actionflow, revisions.go). It is a setting,
+// not an advertised control: accepted on a running or paused execution,
+// rejected at application when the execution moved past its expected
+// version, refused while cancelling (cancellation takes precedence); it
+// never starts, pauses or continues anything. Continue may also carry
+// {"revision_policy": ...}; it lifts a revision block and starts the
+// actions the block held (StartHeld), which select their revision again.
+//
 // Controls(e) is what an execution advertises now, by status and kind;
 // Check(e, c) explains a refusal. A cancelling execution advertises
 // nothing, not even Fork: a child created while the cancellation reaches

@@ -190,6 +190,14 @@ func (s *Service) finish(ctx context.Context, o Owner, e actionflow.Execution, r
 		if err := s.closeUnstarted(ctx, e, "execution_ended"); err != nil {
 			return r, err
 		}
+	case Continue, Step:
+		// Actions a revision block held start now (their revision is
+		// selected again); none when nothing was held.
+		// A failure leaves them to the recovery sweeper (their machines do
+		// not exist), not the command unapplied.
+		if err := s.flow.StartHeld(ctx, e.ExecutionID); err != nil {
+			s.log.Warn("held actions not started; the sweeper starts them", "execution_id", e.ExecutionID, "error", err)
+		}
 	}
 	return s.complete(ctx, e, r, StatusApplied, "", resultVersion, "")
 }

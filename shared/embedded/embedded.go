@@ -99,6 +99,9 @@ type Config struct {
 	// (sfnlocal.Config.VersionInUse): the lifecycle's executions pinned to
 	// a version. Optional.
 	VersionInUse func(ctx context.Context, versionARN string) (bool, error)
+	// RevisionPolicy is the revision policy of executions started from now
+	// on: keep_original (default) or use_latest (actionflow, revisions.go).
+	RevisionPolicy string
 }
 
 // Stack is the running embedded lifecycle.
@@ -246,7 +249,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	models := &modelreq.Ledger{Store: s.Store}
 	// Managed processes: a cancelled execution stops those it owns.
 	s.Processes = &process.Service{Store: s.Store}
+	// Each action's machine starts on the revision its execution's policy
+	// selects (the registry deployRevision fills); a version an open
+	// execution is pinned to is never deleted.
+	registry := revision.NewRegistry(s.Store)
+	if cfg.VersionInUse == nil {
+		cfg.VersionInUse = func(ctx context.Context, versionARN string) (bool, error) {
+			return sfnclient.VersionInUse(ctx, registry, s.Service, versionARN)
+		}
+	}
 	s.Service, err = actionflow.New(actionflow.Config{
+		Revisions: &sfnclient.Revisions{Client: s.SFNClient, Registry: registry}, RevisionPolicy: cfg.RevisionPolicy,
 		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors,
 		RunWork: actionflow.RunClosers{models, s.Processes},
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,

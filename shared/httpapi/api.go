@@ -128,6 +128,8 @@ type Config struct {
 	Tools ToolLister
 	// Facts nil: Activity uses lifecycle records only.
 	Facts FactSource
+	// Revisions nil: GET /v1/revisions answers 501.
+	Revisions RevisionSource
 	// Wake nil: waits poll every PollInterval.
 	Wake   Subscriber
 	Logger *slog.Logger

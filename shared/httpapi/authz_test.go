@@ -108,6 +108,7 @@ func attempts(v victim) []attempt {
 		{route: "GET /v1/sessions/{session_id}/activity", req: req{method: "GET", path: "/v1/sessions/ses_1/activity"}},
 		{route: "GET /v1/sessions/{session_id}/events", req: req{method: "GET", path: "/v1/sessions/ses_1/events?wait=0"}},
 		{route: "GET /v1/tools", req: req{method: "GET", path: "/v1/tools?session_id=ses_1"}},
+		{route: "GET /v1/revisions", req: req{method: "GET", path: "/v1/revisions?session_id=ses_1"}},
 		{route: "PUT /v1/sessions/{session_id}/policy", humanOnly: true, req: req{method: "PUT", path: "/v1/sessions/ses_1/policy",
 			body: map[string]any{"expected_version": 0, "policy": map[string]any{"mode": "bypass"}}}},
 		{route: "GET /v1/sessions/{session_id}/policy", req: req{method: "GET", path: "/v1/sessions/ses_1/policy"}},

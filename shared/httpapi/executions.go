@@ -72,7 +72,7 @@ func (h *api) getExecution(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	v := ExecutionView{Execution: e, Controls: []string{},
-		Checkpoint: CheckpointView{Version: ck.Version, Recorded: ck.Recorded, LastActionID: ck.LastActionID, Reconciled: ck.Reconciled}}
+		Checkpoint: CheckpointView{Version: ck.Version, Recorded: ck.Recorded, LastActionID: ck.LastActionID, Reconciled: ck.Reconciled, Revision: ck.Revision}}
 	if !ck.UpdatedAt.IsZero() {
 		v.Checkpoint.UpdatedAt = &ck.UpdatedAt
 	}

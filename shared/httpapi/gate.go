@@ -75,6 +75,7 @@ func (h *api) table() []route {
 		{"POST /v1/policy/replays", auth.CapPolicy, tokenSession, h.replayAll},
 		{"GET /v1/policy/replays/{replay_id}", auth.CapRead, h.replayScope, h.getReplay},
 		{"PUT /v1/sessions/{session_id}/policy/options", auth.CapPolicy, pathSession, h.putPolicyOptions},
+		{"GET /v1/revisions", auth.CapRead, querySession(true), h.revisions},
 	}
 }
 

@@ -38,13 +38,18 @@ type ActionView struct {
 	UpdatedAt      time.Time                  `json:"updated_at"`
 	// Links: where its state machine execution can be looked at.
 	Links *ActionLinks `json:"links,omitempty"`
+	// Revision is the revision its state machine runs (or ran) on;
+	// Handoff, its move at an approval to the revision its execution
+	// adopted (use_latest).
+	Revision ids.RevisionID      `json:"revision,omitempty"`
+	Handoff  *actionflow.Handoff `json:"handoff,omitempty"`
 }
 
 func actionView(a actionflow.Action, ap *actionflow.Approval, rc *actionflow.Receipt) ActionView {
 	v := ActionView{ActionID: a.ActionID, ExecutionID: a.ExecutionID, SessionID: a.SessionID, RunID: a.RunID,
 		ToolCallID: a.ToolCallID, Tool: a.Tool, Arguments: a.Arguments, ArgsDigest: a.ArgsDigest, Interactive: a.Interactive,
 		Origin: a.Origin, States: a.States, Decision: a.Decision, Start: a.Start, Receipt: rc,
-		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+		Revision: a.Revision, Handoff: a.Handoff, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	if a.Decision != nil {
 		// The decider's own record (policy and trusted-context digests,
 		// file preconditions) stays inside: clients get the decision and
@@ -176,6 +181,8 @@ type CheckpointView struct {
 	Recorded     int64        `json:"recorded"`
 	LastActionID ids.ActionID `json:"last_action_id,omitempty"`
 	// Reconciled counts reconciliations of unknown outcomes folded in.
-	Reconciled int64      `json:"reconciled,omitempty"`
-	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
+	Reconciled int64 `json:"reconciled,omitempty"`
+	// Revision is the revision of the receipt folded last.
+	Revision  ids.RevisionID `json:"revision,omitempty"`
+	UpdatedAt *time.Time     `json:"updated_at,omitempty"`
 }

@@ -344,8 +344,8 @@ func lastActivity(e actionflow.Execution, ck actionflow.Checkpoint) time.Time {
 
 // blocker names what keeps e explicit, or "". open is e's open actions.
 func (s *Sweeper) blocker(ctx context.Context, e actionflow.Execution, ck actionflow.Checkpoint, intent actionflow.RestartIntent, open []actionflow.Action) (string, error) {
-	if s.cfg.Revision != "" && e.RevisionID != "" && e.RevisionID != s.cfg.Revision &&
-		(s.cfg.Compatible == nil || !s.cfg.Compatible(e.RevisionID)) {
+	if s.cfg.Revision != "" && e.ActiveRevision != "" && e.ActiveRevision != s.cfg.Revision &&
+		(s.cfg.Compatible == nil || !s.cfg.Compatible(e.ActiveRevision)) {
 		return BlockedIncompatible, nil
 	}
 	if intent.CheckpointVersion > ck.Version {

@@ -257,7 +257,7 @@ func TestOnlyARestartOwnedPauseResumes(t *testing.T) {
 		}, actionflow.ExecPaused, recovery.Blocked, recovery.BlockedUnresolved, nil},
 		{"an incompatible revision blocks", []func(*recovery.Config){func(c *recovery.Config) { c.Revision = "rev_new" }}, func(t *testing.T, f *fixture) ids.ExecutionID {
 			e := f.runningExecution(t)
-			e.RevisionID = "rev_old"
+			e.ActiveRevision = "rev_old"
 			if err := f.p.Flow.SaveExecution(context.Background(), &e, e.Version, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +267,7 @@ func TestOnlyARestartOwnedPauseResumes(t *testing.T) {
 			c.Revision, c.Compatible = "rev_new", func(r ids.RevisionID) bool { return r == "rev_old" }
 		}}, func(t *testing.T, f *fixture) ids.ExecutionID {
 			e := f.runningExecution(t)
-			e.RevisionID = "rev_old"
+			e.ActiveRevision = "rev_old"
 			if err := f.p.Flow.SaveExecution(context.Background(), &e, e.Version, 0); err != nil {
 				t.Fatal(err)
 			}

@@ -259,7 +259,9 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 	if a.States.Terminal() {
 		return rep, nil // the index lagged behind
 	}
-	ms, err := s.cfg.Machines.Status(ctx, id)
+	// Its current machine: the action id, or the machine an approval
+	// handed it off to (a newer revision's; the old one was stopped).
+	ms, err := s.cfg.Machines.Status(ctx, ids.ActionID(a.MachineName()))
 	if err != nil {
 		return rep, err
 	}

@@ -184,6 +184,13 @@ func printAction(w io.Writer, v httpapi.ActionView) {
 		fprintf(w, "; policy %s)", orDash(v.Decision.PolicyVersion))
 	}
 	fprintf(w, "\noutcome     %s\ndelivery    %s\n", orDash(string(v.States.Outcome)), v.States.Delivery)
+	if v.Revision != "" {
+		fprintf(w, "revision    %s", v.Revision)
+		if v.Handoff != nil {
+			fprintf(w, " (handed off from %s at its approval)", v.Handoff.FromRevision)
+		}
+		fprintf(w, "\n")
+	}
 	if v.Approval != nil {
 		fprintf(w, "approval    %s %s\n", v.Approval.ApprovalID, v.Approval.Status)
 	}

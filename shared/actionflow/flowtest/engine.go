@@ -67,7 +67,10 @@ type completion struct {
 
 // machine is one execution of the state machine, kept in the store.
 type machine struct {
-	Name     ids.ActionID                `json:"name"`
+	Name ids.ActionID `json:"name"`
+	// Action is the action it runs when that is not its name (a machine
+	// an approval handed the action off to).
+	Action   ids.ActionID                `json:"action,omitempty"`
 	Exec     ids.ExecutionID             `json:"execution_id"`
 	Status   string                      `json:"status"`
 	State    string                      `json:"state"`
@@ -142,6 +145,9 @@ func (e *Engine) StartAction(ctx context.Context, a ids.ActionID, input []byte) 
 		return err
 	}
 	m := machine{Name: a, Exec: in.ExecutionID, Status: Running, State: "Authorize", Seq: seq, version: 1}
+	if in.ActionID != a {
+		m.Action = in.ActionID
+	}
 	err = e.Store.PutOnce(ctx, m.item())
 	if errors.Is(err, store.ErrConflict) {
 		return nil
@@ -325,7 +331,11 @@ var (
 )
 
 func (e *Engine) in(m machine, mode string) actionflow.StepInput {
-	return actionflow.StepInput{ActionID: m.Name, ExecutionID: m.Exec, Mode: mode, Result: m.Result, Error: m.Error}
+	id := m.Name
+	if m.Action != "" {
+		id = m.Action
+	}
+	return actionflow.StepInput{ActionID: id, ExecutionID: m.Exec, Mode: mode, Result: m.Result, Error: m.Error}
 }
 
 // step performs one state of machine name.

@@ -63,6 +63,11 @@ type World struct {
 	Log *slog.Logger
 	// Wrap, if set, wraps the store every process uses (failure injection).
 	Wrap func(store.Store) store.Store
+	// Revisions, if set, is the deployment's revisions every process
+	// starts machines through (revisions.go of package actionflow), with
+	// RevisionPolicy the processes' default policy.
+	Revisions      *Revisions
+	RevisionPolicy string
 }
 
 // NewWorld makes a world in a test's temporary directory.
@@ -94,16 +99,24 @@ func (w *World) Start(t testing.TB) *Process {
 		st = w.Wrap(db)
 	}
 	eng := &Engine{Store: st, Mode: w.Mode}
-	flow, err := actionflow.New(actionflow.Config{
+	cfg := actionflow.Config{
 		Store: st,
 		Decider: Decider{Store: st, ByTool: map[string]Policy{
 			ToolWrite: Allow, ToolAsk: Ask, ToolForbidden: Deny, ToolBlocked: Block, ToolHost: Allow, ToolAskHost: Ask}},
 		Router:    Routes{ToolWrite: "sync", ToolAsk: "sync", ToolForbidden: "sync", ToolBlocked: "sync", ToolHost: actionflow.ExecutorHost, ToolAskHost: actionflow.ExecutorHost},
 		Executors: map[string]actionflow.Executor{"sync": w.Sync},
 		Starter:   eng, Tasks: eng,
-		Clock:  w.Clock.Now,
-		Logger: w.Log,
-	})
+		Clock:          w.Clock.Now,
+		Logger:         w.Log,
+		RevisionPolicy: w.RevisionPolicy,
+	}
+	if w.Revisions != nil {
+		w.Revisions.mu.Lock()
+		w.Revisions.starter = eng
+		w.Revisions.mu.Unlock()
+		cfg.Revisions = w.Revisions
+	}
+	flow, err := actionflow.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

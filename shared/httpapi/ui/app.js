@@ -49,6 +49,7 @@ import { EndForm, endLabel } from "./end.js";
 import { ReconcileCard } from "./reconcile.js";
 import { QuestionPanels, questionReceipt } from "./panels.js";
 import { mountPolicy } from "./policy.js";
+import { revisionInfo } from "./revisions.js";
 import { h, plural, short, time } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -540,6 +541,7 @@ function executionItem(s, e) {
       e.shared ? h("span", { class: "badge shared", title: "An earlier execution of the branch this one forked from", text: "shared" }) : null,
       s.composerTarget === e.execution_id && v && v.controls.includes("steer") ? h("span", { class: "badge target", text: "composer target" }) : null,
       h("time", { datetime: e.created_at, class: "muted", text: time(e.created_at) })),
+    v ? revisionInfo(v.execution) : null,
     e.actions.length ? h("ul", { class: "actions" }, e.actions.map((a) => actionItem(s, e, v, a))) : h("p", { class: "muted", text: "No tool calls yet." }),
     modelRequests(e),
     v ? controlsBar(s, e, v) : null,
