@@ -371,8 +371,8 @@ func TestHTTPAPI(t *testing.T) {
 				t.Errorf("route %s missing", key)
 			}
 		}
-		if n := len(want); n != 36 {
-			t.Errorf("route table has %d routes, want 36 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
+		if n := len(want); n != 37 {
+			t.Errorf("route table has %d routes, want 37 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
 		}
 		var public []string
 		for _, r := range stack.Routes {
