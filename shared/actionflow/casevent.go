@@ -20,3 +20,8 @@ func (s *Service) casWithEvent(ctx context.Context, it store.Item, expected int6
 	}
 	return s.logged(ev, seqs[1]), nil
 }
+
+// OpenExecutionsIndex is the open-work index partition (store.IndexOpen)
+// of executions that are running, paused or cancelling; each item's GSI1PK
+// is its session's partition (the decision log anchor reads it).
+const OpenExecutionsIndex = openExecutionsIndex
