@@ -40,6 +40,9 @@ const (
 	EnvReviewer         = "LIFECYCLE_REVIEWER"
 	EnvBedrockModelID   = "LIFECYCLE_BEDROCK_MODEL_ID"
 	EnvToolFunctionARNs = "LIFECYCLE_TOOL_FUNCTION_ARNS"
+	// EnvAuditAnchorBucket (recover, with lifecycle:auditAnchor) is the
+	// Object Lock bucket of decision log anchors.
+	EnvAuditAnchorBucket = "LIFECYCLE_AUDIT_ANCHOR_BUCKET"
 )
 
 // functionSpec is the sizing of one function. Each number carries its reason.
