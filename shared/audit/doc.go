@@ -15,6 +15,13 @@
 // anchored elsewhere (an S3 Object Lock bucket), which catch what the chain
 // alone cannot: a truncated or wholly rewritten tail.
 //
+// Anchorer (anchor.go) records chain heads outside the table: at each run
+// it reads the sessions with an open execution and those of the previous
+// manifest, and when a head moved puts a Manifest to a Sink (package
+// s3anchor: an S3 bucket with Object Lock), adding no write to the
+// lifecycle. The recover function runs it when the stack enables it.
+//
 // It is domain code: it imports package store for the chain formulas and
-// no transport or AWS package. It never writes.
+// no transport or AWS package (s3anchor is the adapter). Verify never
+// writes; Anchorer writes only to its Sink.
 package audit
