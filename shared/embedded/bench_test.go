@@ -28,6 +28,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
+	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/metered"
 )
@@ -222,7 +223,10 @@ func populated(b *testing.B, stored int) string {
 	if stored == 0 {
 		return b.TempDir()
 	}
-	cache := filepath.Join(os.TempDir(), fmt.Sprintf("lifecycle-bench-v3-%d", stored))
+	// The schema version is in the name: a cache written by another
+	// version (another branch's benchmark on this machine) is never
+	// opened, or migrated under it.
+	cache := filepath.Join(os.TempDir(), fmt.Sprintf("lifecycle-bench-v3-s%d-%d", sqlitestore.SchemaVersion, stored))
 	if _, err := os.Stat(filepath.Join(cache, "done")); err != nil {
 		os.RemoveAll(cache)
 		b.Logf("populating %d actions through the lifecycle into %s (once)", stored, cache)
