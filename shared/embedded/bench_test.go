@@ -28,9 +28,9 @@ import (
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
-	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/metered"
+	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
 // benchPolicy: noop is allowed, noop_ask asks, noop_deny is denied; all
