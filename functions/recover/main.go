@@ -4,11 +4,17 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/audit"
+	"github.com/openprogram/lifecycle/shared/audit/s3anchor"
 	"github.com/openprogram/lifecycle/shared/awsstack"
 	"github.com/openprogram/lifecycle/shared/control"
 	"github.com/openprogram/lifecycle/shared/modelreq"
@@ -32,5 +38,17 @@ func main() {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: models, Processes: process.ForFlow(d.Service)}.Handle)
+	h := recoverfn.Handler{Sweeper: sw, Log: d.Logger, Models: models, Processes: process.ForFlow(d.Service)}
+	// Optional (CDK context lifecycle:auditAnchor): anchor decision log
+	// heads in the Object Lock bucket at each scheduled sweep.
+	if bucket := os.Getenv("LIFECYCLE_AUDIT_ANCHOR_BUCKET"); bucket != "" {
+		cfg, err := config.LoadDefaultConfig(context.Background())
+		if err != nil {
+			slog.Error("wiring", "error", err)
+			os.Exit(1)
+		}
+		h.Anchor = &audit.Anchorer{Store: d.Service.Store(), Sink: &s3anchor.Sink{Client: s3.NewFromConfig(cfg), Bucket: bucket},
+			Active: actionflow.OpenExecutionsIndex}
+	}
+	lambda.Start(h.Handle)
 }

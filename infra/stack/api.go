@@ -41,6 +41,7 @@ var Routes = []Route{
 	{Method: "POST", Path: "/v1/executions/{execution_id}/model-requests/{request_id}/completion"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/activity"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/events"},
+	{Method: "GET", Path: "/v1/sessions/{session_id}/audit"},
 	{Method: "GET", Path: "/v1/tools"},
 	{Method: "PUT", Path: "/v1/sessions/{session_id}/policy"},
 	{Method: "GET", Path: "/v1/sessions/{session_id}/policy"},

@@ -29,6 +29,11 @@ const (
 	CtxAPIRateLimit        = "lifecycle:apiRateLimit"
 	CtxAPIBurstLimit       = "lifecycle:apiBurstLimit"
 	CtxArchitecture        = "lifecycle:architecture"
+	// CtxAuditAnchor creates an S3 bucket with Object Lock (compliance
+	// mode) to which the recover function's scheduled run writes the
+	// decision log heads of the sessions that changed (shared/audit).
+	CtxAuditAnchor              = "lifecycle:auditAnchor"
+	CtxAuditAnchorRetentionDays = "lifecycle:auditAnchorRetentionDays"
 )
 
 // EnvAssetDir names the directory holding <function>.zip when the context
@@ -90,6 +95,13 @@ type Config struct {
 	APIBurstLimit float64
 	// Architecture of every function: ArchARM64 or ArchX86_64.
 	Architecture string
+	// AuditAnchor creates the Object Lock bucket of decision log anchors
+	// and lets the recover function write to it (off by default: the
+	// retention cannot be shortened or the objects deleted, by anyone).
+	AuditAnchor bool
+	// AuditAnchorRetentionDays is the bucket's default retention
+	// (compliance mode) of every anchor.
+	AuditAnchorRetentionDays int
 }
 
 // DefaultConfig is what a deploy gets without any context.
@@ -105,6 +117,8 @@ func DefaultConfig() Config {
 		APIRateLimit:        50,
 		APIBurstLimit:       100,
 		Architecture:        ArchARM64,
+
+		AuditAnchorRetentionDays: 365,
 	}
 }
 
@@ -175,6 +189,8 @@ func FromContext(lookup func(key string) any) (Config, error) {
 	}
 	boolean(CtxDeletionProtection, &c.DeletionProtection)
 	boolean(CtxReservedConcurrency, &c.ReservedConcurrency)
+	boolean(CtxAuditAnchor, &c.AuditAnchor)
+	integer(CtxAuditAnchorRetentionDays, &c.AuditAnchorRetentionDays)
 	integer(CtxBlobRetentionDays, &c.BlobRetentionDays)
 	number(CtxAPIRateLimit, &c.APIRateLimit)
 	number(CtxAPIBurstLimit, &c.APIBurstLimit)
@@ -255,6 +271,9 @@ func (c Config) Validate() error {
 	}
 	if c.Architecture != ArchARM64 && c.Architecture != ArchX86_64 {
 		errs = append(errs, fmt.Sprintf("%s: want %q or %q, got %q", CtxArchitecture, ArchARM64, ArchX86_64, c.Architecture))
+	}
+	if c.AuditAnchor && (c.AuditAnchorRetentionDays < 1 || c.AuditAnchorRetentionDays > 36500) {
+		errs = append(errs, fmt.Sprintf("%s must be 1 to 36500 days, not %d", CtxAuditAnchorRetentionDays, c.AuditAnchorRetentionDays))
 	}
 	if c.AlarmTopicARN != "" && !strings.HasPrefix(c.AlarmTopicARN, "arn:") {
 		errs = append(errs, fmt.Sprintf("%s: %q is not an ARN", CtxAlarmTopicARN, c.AlarmTopicARN))

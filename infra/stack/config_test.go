@@ -20,7 +20,7 @@ func TestFromContext(t *testing.T) {
 	}{
 		{name: "defaults", ctx: map[string]any{}, check: func(t *testing.T, c stack.Config) {
 			if c.AssetDir != "build" || c.Reviewer != stack.ReviewerBuiltin || !c.DeletionProtection || !c.ReservedConcurrency ||
-				c.LogLevel != "info" || c.BlobRetentionDays != 90 || len(c.ToolFunctionARNs) != 0 || c.Architecture != stack.ArchARM64 {
+				c.LogLevel != "info" || c.BlobRetentionDays != 90 || len(c.ToolFunctionARNs) != 0 || c.Architecture != stack.ArchARM64 || c.AuditAnchor {
 				t.Errorf("got %+v", c)
 			}
 		}},
@@ -71,6 +71,13 @@ func TestFromContext(t *testing.T) {
 		}},
 		{name: "unknown architecture", ctx: map[string]any{stack.CtxArchitecture: "amd64"}, wantErr: `want "arm64" or "x86_64"`},
 		{name: "alarm topic not an ARN", ctx: map[string]any{stack.CtxAlarmTopicARN: "alarms"}, wantErr: "not an ARN"},
+		{name: "audit anchor off by default, a year when on", ctx: map[string]any{stack.CtxAuditAnchor: "true"}, check: func(t *testing.T, c stack.Config) {
+			if !c.AuditAnchor || c.AuditAnchorRetentionDays != 365 {
+				t.Errorf("audit anchor %v, %d days", c.AuditAnchor, c.AuditAnchorRetentionDays)
+			}
+		}},
+		{name: "audit anchor retention of zero days", ctx: map[string]any{stack.CtxAuditAnchor: true, stack.CtxAuditAnchorRetentionDays: 0.0},
+			wantErr: "lifecycle:auditAnchorRetentionDays must be 1 to 36500 days"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -48,6 +48,9 @@ const (
 	// function's log group and the state machine's ("states"), for the
 	// links of an action to the CloudWatch console.
 	EnvLogGroups = "LIFECYCLE_LOG_GROUPS"
+	// EnvAuditAnchorBucket (recover, with lifecycle:auditAnchor) is the
+	// Object Lock bucket of decision log anchors.
+	EnvAuditAnchorBucket = "LIFECYCLE_AUDIT_ANCHOR_BUCKET"
 )
 
 // functionSpec is the sizing of one function. Each number carries its reason.

@@ -28,6 +28,8 @@ const (
 	OutputStateMachineVersionARN = "StateMachineVersionArn"
 	OutputEventBusName           = "EventBusName"
 	OutputBlobBucketName         = "BlobBucketName"
+	// OutputAuditAnchorBucketName exists with lifecycle:auditAnchor.
+	OutputAuditAnchorBucketName = "AuditAnchorBucketName"
 )
 
 // Table key and index names shared with the DynamoDB store adapter.
@@ -170,11 +172,17 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	groups = append(groups, awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("states="), machine.logs.LogGroupName()}))
 	fns[FnAPI].fn.AddEnvironment(jsii.String(EnvLogGroups), awscdk.Fn_Join(jsii.String(","), &groups), nil)
 
-	fns[FnRecover] = newFunction(st, cfg, functionSpecs[FnRecover], env(map[string]string{
+	recoverEnv := map[string]string{
 		EnvStateMachineARN:        *machine.sm.StateMachineArn(),
 		EnvStateMachineAliasARN:   *machine.aliasARN,
 		EnvStateMachineVersionARN: *machine.versionARN,
-	}), func(p *awslambda.FunctionProps) {
+	}
+	var anchors awss3.Bucket
+	if cfg.AuditAnchor {
+		anchors = newAnchorBucket(st, cfg)
+		recoverEnv[EnvAuditAnchorBucket] = *anchors.BucketName()
+	}
+	fns[FnRecover] = newFunction(st, cfg, functionSpecs[FnRecover], env(recoverEnv), func(p *awslambda.FunctionProps) {
 		// recover is the one function invoked asynchronously (EventBridge):
 		// two retries, then the event goes to the dead-letter queue rather
 		// than vanishing. An hour-old sweep trigger is still worth running
@@ -191,6 +199,11 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	// The sweeper re-sends approval decisions and host results whose
 	// SendTask* was lost, and fails the waits of a cancelled execution.
 	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"states:SendTaskSuccess", "states:SendTaskFailure"}, jsii.String("*")))
+	if anchors != nil {
+		// Put and read anchors; never delete (Object Lock would refuse it
+		// anyway within the retention) nor change the bucket's lock.
+		grantObjects(fns[FnRecover].role, anchors, "s3:PutObject", "s3:GetObject")
+	}
 
 	api := newHTTPAPI(st, cfg, fns[FnAPI].fn, issuer, audience)
 	newRecoverRules(st, fns[FnRecover].fn, machine.sm, dlq)
@@ -206,6 +219,9 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	out(OutputStateMachineVersionARN, machine.versionARN, "The state machine version this deployment published (the alias points at it)")
 	out(OutputEventBusName, bus.EventBusName(), "EventBridge bus carrying projection events")
 	out(OutputBlobBucketName, bucket.BucketName(), "S3 bucket for result blobs over the item-size budget")
+	if anchors != nil {
+		out(OutputAuditAnchorBucketName, anchors.BucketName(), "S3 Object Lock bucket of decision log anchors (heads/<time>.json)")
+	}
 	return st, nil
 }
 
@@ -290,6 +306,26 @@ func newBucket(st awscdk.Stack, cfg Config) awss3.Bucket {
 		// deliberately no auto-delete custom resource (it would add a Node
 		// Lambda with broad S3 rights).
 		RemovalPolicy: removalPolicy(cfg),
+	})
+}
+
+// newAnchorBucket is the bucket of decision log anchors: Object Lock in
+// compliance mode with a default retention, so no one (the root account
+// included) can change or delete an anchor before it expires, versioned
+// (Object Lock needs it; latest.json keeps every version), private, TLS
+// only. It is kept when the stack is deleted, whatever DeletionProtection
+// says: CloudFormation could not empty it anyway.
+func newAnchorBucket(st awscdk.Stack, cfg Config) awss3.Bucket {
+	return awss3.NewBucket(st, jsii.String("AuditAnchors"), &awss3.BucketProps{
+		ObjectLockEnabled:          jsii.Bool(true),
+		ObjectLockDefaultRetention: awss3.ObjectLockRetention_Compliance(awscdk.Duration_Days(jsii.Number(float64(cfg.AuditAnchorRetentionDays)))),
+		Versioned:                  jsii.Bool(true),
+		Encryption:                 awss3.BucketEncryption_S3_MANAGED,
+		BlockPublicAccess:          awss3.BlockPublicAccess_BLOCK_ALL(),
+		ObjectOwnership:            awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		EnforceSSL:                 jsii.Bool(true),
+		MinimumTLSVersion:          jsii.Number(1.2),
+		RemovalPolicy:              awscdk.RemovalPolicy_RETAIN,
 	})
 }
 

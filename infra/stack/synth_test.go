@@ -30,6 +30,9 @@ import (
 var (
 	defaults *synthesized
 	variant  *synthesized
+	// anchored is the defaults with lifecycle:auditAnchor on (its own
+	// test only: the other tests read two stacks).
+	anchored *synthesized
 )
 
 // synthesized is one stack of the shared synth.
@@ -113,7 +116,11 @@ func synthAll(m *testing.M) (int, error) {
 	alt.LogLevel = "debug"
 	alt.Architecture = stack.ArchX86_64
 
-	stacks := []*synthesized{{name: "Defaults", cfg: base}, {name: "Variant", cfg: alt}}
+	withAnchor := base
+	withAnchor.AuditAnchor = true
+	withAnchor.AuditAnchorRetentionDays = 400
+
+	stacks := []*synthesized{{name: "Defaults", cfg: base}, {name: "Variant", cfg: alt}, {name: "Anchored", cfg: withAnchor}}
 	for _, s := range stacks {
 		if _, err := stack.New(app, s.name, stack.Props{Config: s.cfg}); err != nil {
 			return 0, fmt.Errorf("stack %s: %w", s.name, err)
@@ -132,7 +139,7 @@ func synthAll(m *testing.M) (int, error) {
 		s.outdir = outdir
 		s.zips = zips
 	}
-	defaults, variant = stacks[0], stacks[1]
+	defaults, variant, anchored = stacks[0], stacks[1], stacks[2]
 	return m.Run(), nil
 }
 

@@ -456,8 +456,8 @@ func TestHTTPAPI(t *testing.T) {
 				t.Errorf("route %s missing", key)
 			}
 		}
-		if n := len(want); n != 42 {
-			t.Errorf("route table has %d routes, want 42 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
+		if n := len(want); n != 43 {
+			t.Errorf("route table has %d routes, want 43 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
 		}
 		var public []string
 		for _, r := range stack.Routes {

@@ -145,12 +145,11 @@ func (s *Service) setApprovalStatus(ctx context.Context, ap Approval, st Approva
 		ap.DecidedBy, ap.DecidedAt = by, &now
 	}
 	ap.Version++
-	if err := s.cfg.Store.CompareAndSwap(ctx, s.approvalItem(ap), expected, 0); err != nil {
+	// The decision and its event (who, from which origin: DecidedBy) are
+	// one transaction: an entry of the session's decision log.
+	if _, err := s.casWithEvent(ctx, s.approvalItem(ap), expected,
+		Event{Type: "approval." + string(st), SessionID: ap.SessionID, ExecutionID: ap.ExecutionID, ActionID: ap.ActionID}, s.ApprovalView(ap)); err != nil {
 		return ap, fmt.Errorf("set approval %s %s: %w", ap.ApprovalID, st, err)
-	}
-	if _, err := s.appendEvent(ctx, Event{Type: "approval." + string(st), SessionID: ap.SessionID, ExecutionID: ap.ExecutionID, ActionID: ap.ActionID},
-		s.ApprovalView(ap)); err != nil {
-		return ap, err
 	}
 	return ap, nil
 }

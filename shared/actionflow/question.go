@@ -209,12 +209,9 @@ func (s *Service) setQuestionStatus(ctx context.Context, q Question, st Question
 	if st == QuestionExpired || st == QuestionCancelled {
 		q.Answers = nil // never reads as answered
 	}
-	if err := s.cfg.Store.CompareAndSwap(ctx, s.questionItem(q), expected, 0); err != nil {
+	if _, err := s.casWithEvent(ctx, s.questionItem(q), expected,
+		Event{Type: "question." + string(st), SessionID: q.SessionID, ExecutionID: q.ExecutionID, ActionID: q.ActionID}, QuestionView(q)); err != nil {
 		return q, fmt.Errorf("set question %s %s: %w", q.QuestionID, st, err)
-	}
-	if _, err := s.appendEvent(ctx, Event{Type: "question." + string(st), SessionID: q.SessionID, ExecutionID: q.ExecutionID, ActionID: q.ActionID},
-		QuestionView(q)); err != nil {
-		return q, err
 	}
 	return q, nil
 }
@@ -315,7 +312,10 @@ func (s *Service) AnswerQuestion(ctx context.Context, id string, b AnswerBody, b
 	} else {
 		next.Answers = answers
 	}
-	if err := s.cfg.Store.CompareAndSwap(ctx, s.questionItem(next), q.Version, 0); err != nil {
+	// The answer and its event (who, from which origin: AnsweredBy) are
+	// one transaction: an entry of the session's decision log.
+	if _, err := s.casWithEvent(ctx, s.questionItem(next), q.Version,
+		Event{Type: "question." + string(next.Status), SessionID: next.SessionID, ExecutionID: next.ExecutionID, ActionID: next.ActionID}, QuestionView(next)); err != nil {
 		var vc *store.VersionConflictError
 		if !errors.As(err, &vc) {
 			return Question{}, fmt.Errorf("answer question %s: %w", id, err)
@@ -328,10 +328,6 @@ func (s *Service) AnswerQuestion(ctx context.Context, id string, b AnswerBody, b
 			return Question{}, &ConflictError{Code: "question_superseded", Msg: "this wait was replaced by a newer one", Current: QuestionView(cur)}
 		}
 		return s.repeatedAnswer(ctx, cur, b, answers)
-	}
-	if _, err := s.appendEvent(ctx, Event{Type: "question." + string(next.Status), SessionID: next.SessionID, ExecutionID: next.ExecutionID, ActionID: next.ActionID},
-		QuestionView(next)); err != nil {
-		return QuestionView(next), err
 	}
 	return s.deliverAnswer(ctx, next)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/activity"
+	"github.com/openprogram/lifecycle/shared/audit"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/policystore"
@@ -243,6 +244,37 @@ func (c *Client) Events(ctx context.Context, session ids.SessionID, after int64,
 	p := fmt.Sprintf("/v1/sessions/%s/events?after=%d&wait=%s", esc(string(session)), after, seconds(wait))
 	_, err = c.do(ctx, "GET", p, nil, nil, &v)
 	return v, err
+}
+
+// Audit reads one page of a session's decision log (its hash chain) after
+// a position, at most limit entries (0: the server's default).
+func (c *Client) Audit(ctx context.Context, session ids.SessionID, after int64, limit int) (v httpapi.AuditPage, err error) {
+	p := fmt.Sprintf("/v1/sessions/%s/audit?after=%d", esc(string(session)), after)
+	if limit > 0 {
+		p += fmt.Sprintf("&limit=%d", limit)
+	}
+	_, err = c.do(ctx, "GET", p, nil, nil, &v)
+	return v, err
+}
+
+// AuditAll reads a session's whole decision log, calling fn for each
+// entry in order.
+func (c *Client) AuditAll(ctx context.Context, session ids.SessionID, fn func(audit.Entry) error) error {
+	for after := int64(0); ; {
+		page, err := c.Audit(ctx, session, after, 1000)
+		if err != nil {
+			return err
+		}
+		if len(page.Entries) == 0 {
+			return nil
+		}
+		for _, e := range page.Entries {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		after = page.Next
+	}
 }
 
 // Follow streams a session's events (server-sent events) from a position,

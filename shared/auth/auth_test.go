@@ -188,11 +188,11 @@ func TestAuthorizeMatrix(t *testing.T) {
 	human := actionflow.Principal{Subject: "h", Role: auth.RoleHuman, Session: "ses_1"}
 	admin := actionflow.Principal{Subject: "root", Role: auth.RoleAdmin}
 	system := actionflow.Principal{Subject: "sys", Role: "system", Session: "ses_1"}
-	caps := []auth.Capability{auth.CapRead, auth.CapSubmit, auth.CapHost, auth.CapDecide, auth.CapCommand, auth.CapPolicy, auth.CapAllSessions}
+	caps := []auth.Capability{auth.CapRead, auth.CapSubmit, auth.CapHost, auth.CapDecide, auth.CapCommand, auth.CapPolicy, auth.CapAudit, auth.CapAllSessions}
 	allowed := map[string]map[auth.Capability]bool{
 		"agent": {auth.CapRead: true, auth.CapSubmit: true, auth.CapHost: true},
-		"human": {auth.CapRead: true, auth.CapSubmit: true, auth.CapHost: true, auth.CapDecide: true, auth.CapCommand: true, auth.CapPolicy: true},
-		"admin": {auth.CapRead: true, auth.CapSubmit: true, auth.CapHost: true, auth.CapDecide: true, auth.CapCommand: true, auth.CapPolicy: true, auth.CapAllSessions: true},
+		"human": {auth.CapRead: true, auth.CapSubmit: true, auth.CapHost: true, auth.CapDecide: true, auth.CapCommand: true, auth.CapPolicy: true, auth.CapAudit: true},
+		"admin": {auth.CapRead: true, auth.CapSubmit: true, auth.CapHost: true, auth.CapDecide: true, auth.CapCommand: true, auth.CapPolicy: true, auth.CapAudit: true, auth.CapAllSessions: true},
 	}
 	for _, p := range []actionflow.Principal{agent, human, admin, system} {
 		for _, c := range caps {

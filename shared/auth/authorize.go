@@ -25,6 +25,10 @@ const (
 	CapEnd Capability = "end"
 	// CapPolicy changes the session's policy.
 	CapPolicy Capability = "policy"
+	// CapAudit reads the session's tamper-evident decision log (its event
+	// log with each entry's chain link): the people accountable for the
+	// session, not its agent.
+	CapAudit Capability = "audit"
 	// CapAllSessions reaches every session at once (host tasks of all sessions).
 	CapAllSessions Capability = "all_sessions"
 )
@@ -32,8 +36,8 @@ const (
 // grants is the whole role model: agent < human < admin.
 var grants = map[string]map[Capability]bool{
 	RoleAgent: {CapRead: true, CapSubmit: true, CapHost: true, CapEnd: true},
-	RoleHuman: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapEnd: true, CapPolicy: true},
-	RoleAdmin: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapEnd: true, CapPolicy: true, CapAllSessions: true},
+	RoleHuman: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapEnd: true, CapPolicy: true, CapAudit: true},
+	RoleAdmin: {CapRead: true, CapSubmit: true, CapHost: true, CapDecide: true, CapCommand: true, CapEnd: true, CapPolicy: true, CapAudit: true, CapAllSessions: true},
 }
 
 // Can reports whether role carries capability c (session scope aside).

@@ -531,6 +531,16 @@ func (h *hookStore) CompareAndSwap(ctx context.Context, it store.Item, expected,
 	return h.Store.CompareAndSwap(ctx, it, expected, fence)
 }
 
+// Transact: a command's completion is a compare-and-swap part beside its event.
+func (h *hookStore) Transact(ctx context.Context, writes []store.Write) ([]int64, error) {
+	for _, w := range writes {
+		if w.CAS != nil && len(w.CAS.Item.SK) > 4 && w.CAS.Item.SK[:4] == "CMD#" {
+			h.once.Do(h.hook)
+		}
+	}
+	return h.Store.Transact(ctx, writes)
+}
+
 // TestReconciliationWinsTheCompletionRace interleaves the sweeper's
 // reconciliation exactly between a cancellation's transition and its
 // completion: the applier stalls past its lease, reconciliation takes over
@@ -552,11 +562,16 @@ func TestReconciliationWinsTheCompletionRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reconciled error
+	hooked := false
 	hs.hook = func() {
+		hooked = true
 		w.Clock.Advance(time.Minute) // the applier's lease lapses
 		reconciled = sweeper.Reconcile(ctx, "exe_1")
 	}
 	r, err := applier.Submit(ctx, "exe_1", cmd("cmd_cancel", control.Cancel, 1, ""), human)
+	if !hooked {
+		t.Fatal("the reconciliation never ran between the transition and the completion")
+	}
 	if err != nil || reconciled != nil {
 		t.Fatalf("submit: %v; reconcile: %v", err, reconciled)
 	}

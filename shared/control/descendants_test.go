@@ -280,10 +280,10 @@ func TestRecoveredCancelReachesDescendantsOnce(t *testing.T) {
 		fail func(op string, it store.Item) bool
 	}{
 		{"the second child's cancel is not saved", func(op string, it store.Item) bool {
-			return op == "guarded" && it.PK == "EXEC#exe_j2" && strings.HasPrefix(it.SK, "CMD#cxl_")
+			return op == "put" && it.PK == "EXEC#exe_j2" && strings.HasPrefix(it.SK, "CMD#cxl_")
 		}},
 		{"the grandchild's cancel is not saved", func(op string, it store.Item) bool {
-			return op == "guarded" && it.PK == "EXEC#exe_g" && strings.HasPrefix(it.SK, "CMD#cxl_")
+			return op == "put" && it.PK == "EXEC#exe_g" && strings.HasPrefix(it.SK, "CMD#cxl_")
 		}},
 		{"the root's record is not completed", func(op string, it store.Item) bool {
 			return op == "cas" && it.SK == "CMD#cancel_p"

@@ -211,7 +211,14 @@ func (s *Service) complete(ctx context.Context, e actionflow.Execution, r Record
 	now := s.flow.Now()
 	proposed.Status, proposed.Reason, proposed.ResultVersion, proposed.Child, proposed.DoneAt = st, reason, resultVersion, child, &now
 	proposed.Version = r.Version + 1
-	err := s.st.CompareAndSwap(ctx, commandItem(proposed), r.Version, 0)
+	// The completion and its command.applied / command.rejected event are
+	// one transaction (an entry of the session's decision log).
+	typ := "command.applied"
+	if st != StatusApplied {
+		typ = "command.rejected"
+	}
+	ev, data := eventOf(e, typ, proposed)
+	_, err := s.flow.TransactWithEvent(ctx, []store.Write{store.CASOf(commandItem(proposed), r.Version, 0)}, ev, data)
 	var vc *store.VersionConflictError
 	if errors.As(err, &vc) {
 		stored, gerr := s.getRecord(ctx, r.ExecutionID, r.CommandID)
@@ -226,11 +233,6 @@ func (s *Service) complete(ctx context.Context, e actionflow.Execution, r Record
 	}
 	if err != nil {
 		return r, fmt.Errorf("complete command %s: %w", r.CommandID, err)
-	}
-	if st == StatusApplied {
-		s.event(ctx, e, "command.applied", proposed)
-	} else {
-		s.event(ctx, e, "command.rejected", proposed)
 	}
 	s.log.Info("command "+string(st), "execution_id", r.ExecutionID, "command_id", r.CommandID, "type", r.Type,
 		"reason", reason, "result_version", resultVersion)

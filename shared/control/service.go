@@ -285,7 +285,13 @@ func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command,
 				return Record{}, err
 			}
 		}
-		err = s.st.PutOnceIfVersion(ctx, commandItem(rec), metaKey(exec), guard)
+		// The command, the guard on the execution's version and its
+		// command.accepted event are one transaction: the accepted command
+		// is an entry of the session's decision log (who, from which
+		// origin) or is not accepted. The command part comes first, so a
+		// repeat reports its stored record even when META has moved on.
+		ev, data := eventOf(e, "command.accepted", rec)
+		_, err = s.flow.TransactWithEvent(ctx, []store.Write{store.PutOnceWrite(commandItem(rec)), store.CheckOf(metaKey(exec), guard)}, ev, data)
 		var ce *store.ConflictError
 		var vc *store.VersionConflictError
 		switch {
@@ -305,7 +311,6 @@ func (s *Service) accept(ctx context.Context, exec ids.ExecutionID, cmd Command,
 		case err != nil:
 			return Record{}, fmt.Errorf("save command %s: %w", cmd.ID, err)
 		}
-		s.event(ctx, e, "command.accepted", rec)
 		return rec, nil
 	}
 }
@@ -340,8 +345,18 @@ func (s *Service) checkSavedPoint(ctx context.Context, e actionflow.Execution, c
 }
 
 func (s *Service) event(ctx context.Context, e actionflow.Execution, typ string, r Record) {
+	ev, data := eventOf(e, typ, r)
+	if _, err := s.flow.AppendEvent(ctx, ev, data); err != nil {
+		s.log.Warn("command event not appended", "execution_id", e.ExecutionID, "command_id", r.CommandID, "type", typ, "error", err)
+	}
+}
+
+// eventOf is the event of a command's step (accepted, applied, rejected):
+// what was commanded, by whom and from which origin, and the execution's
+// state it met.
+func eventOf(e actionflow.Execution, typ string, r Record) (actionflow.Event, map[string]any) {
 	data := map[string]any{"command_id": r.CommandID, "type": r.Type, "status": r.Status, "execution_status": e.Status,
-		"execution_version": e.Version}
+		"execution_version": e.Version, "by": r.Principal}
 	if r.Reason != "" {
 		data["reason"] = r.Reason
 	}
@@ -351,9 +366,7 @@ func (s *Service) event(ctx context.Context, e actionflow.Execution, typ string,
 	if r.Type.system() {
 		data["restart"] = decodeAs[RestartPayload](r.Payload).Intent
 	}
-	if _, err := s.flow.AppendEvent(ctx, actionflow.Event{Type: typ, SessionID: e.SessionID, ExecutionID: e.ExecutionID}, data); err != nil {
-		s.log.Warn("command event not appended", "execution_id", e.ExecutionID, "command_id", r.CommandID, "type", typ, "error", err)
-	}
+	return actionflow.Event{Type: typ, SessionID: e.SessionID, ExecutionID: e.ExecutionID}, data
 }
 
 // pending lists an execution's accepted commands in application order:

@@ -31,6 +31,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/sfnlocal"
 	"github.com/openprogram/lifecycle/shared/store"
 	"github.com/openprogram/lifecycle/shared/store/metered"
+	"github.com/openprogram/lifecycle/shared/store/sqlitestore"
 )
 
 // benchPolicy: noop is allowed, noop_ask asks, noop_deny is denied; all
@@ -280,7 +281,10 @@ func populated(b *testing.B, stored int) string {
 	if stored == 0 {
 		return b.TempDir()
 	}
-	cache := filepath.Join(os.TempDir(), fmt.Sprintf("lifecycle-bench-v3-%d", stored))
+	// The schema version is in the name: a cache written by another
+	// version (another branch's benchmark on this machine) is never
+	// opened, or migrated under it.
+	cache := filepath.Join(os.TempDir(), fmt.Sprintf("lifecycle-bench-v3-s%d-%d", sqlitestore.SchemaVersion, stored))
 	if _, err := os.Stat(filepath.Join(cache, "done")); err != nil {
 		os.RemoveAll(cache)
 		b.Logf("populating %d actions through the lifecycle into %s (once)", stored, cache)

@@ -35,7 +35,10 @@ type Authenticator interface {
 // Policies stores session policies (*policystore.Store).
 type Policies interface {
 	Get(ctx context.Context, session ids.SessionID) (policystore.Document, error)
-	Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, settings policystore.Settings, by actionflow.Principal) (policystore.Document, error)
+	// PutRecorded replaces the policy, writing it through record (which
+	// makes the change one transaction with its policy.updated event).
+	PutRecorded(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, settings policystore.Settings,
+		by actionflow.Principal, record policystore.Recorder) (policystore.Document, error)
 }
 
 // CommandRequest is a control command as the API received it.

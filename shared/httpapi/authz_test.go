@@ -107,6 +107,7 @@ func attempts(v victim) []attempt {
 			body: map[string]any{"status": "completed"}}},
 		{route: "GET /v1/sessions/{session_id}/activity", req: req{method: "GET", path: "/v1/sessions/ses_1/activity"}},
 		{route: "GET /v1/sessions/{session_id}/events", req: req{method: "GET", path: "/v1/sessions/ses_1/events?wait=0"}},
+		{route: "GET /v1/sessions/{session_id}/audit", humanOnly: true, req: req{method: "GET", path: "/v1/sessions/ses_1/audit"}},
 		{route: "GET /v1/tools", req: req{method: "GET", path: "/v1/tools?session_id=ses_1"}},
 		{route: "GET /v1/revisions", req: req{method: "GET", path: "/v1/revisions?session_id=ses_1"}},
 		{route: "PUT /v1/sessions/{session_id}/policy", humanOnly: true, req: req{method: "PUT", path: "/v1/sessions/ses_1/policy",
@@ -258,7 +259,7 @@ func TestOwnersAndAdminAreAllowed(t *testing.T) {
 	v := seedVictim(t, s)
 	for _, tok := range []string{s.token(auth.RoleHuman, "ses_1"), s.token(auth.RoleAdmin, "")} {
 		for _, path := range []string{"/v1/actions/" + string(v.action.ActionID), "/v1/sessions/ses_1/approvals",
-			"/v1/executions/" + string(v.execution), "/v1/sessions/ses_1/policy", "/v1/hosts/tasks?session_id=ses_1"} {
+			"/v1/executions/" + string(v.execution), "/v1/sessions/ses_1/policy", "/v1/hosts/tasks?session_id=ses_1", "/v1/sessions/ses_1/audit"} {
 			if r := s.do(req{method: "GET", path: path, token: tok}); r.status != 200 {
 				t.Fatalf("GET %s: %d %s", path, r.status, r.body)
 			}

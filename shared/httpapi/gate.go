@@ -56,6 +56,7 @@ func (h *api) table() []route {
 		{"POST /v1/executions/{execution_id}/model-requests/{request_id}/completion", auth.CapSubmit, h.executionScope, h.completeModelRequest},
 		{"GET /v1/sessions/{session_id}/activity", auth.CapRead, pathSession, h.activity},
 		{"GET /v1/sessions/{session_id}/events", auth.CapRead, pathSession, h.events},
+		{"GET /v1/sessions/{session_id}/audit", auth.CapAudit, pathSession, h.auditLog},
 		{"GET /v1/tools", auth.CapRead, querySession(true), h.tools},
 		{"PUT /v1/sessions/{session_id}/policy", auth.CapPolicy, pathSession, h.putPolicy},
 		{"GET /v1/sessions/{session_id}/policy", auth.CapRead, pathSession, h.getPolicy},

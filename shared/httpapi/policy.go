@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/replay"
+	"github.com/openprogram/lifecycle/shared/store"
 )
 
 // PolicyBody is the body of PUT /v1/sessions/{session_id}/policy.
@@ -69,17 +72,21 @@ func (h *api) putPolicy(w http.ResponseWriter, r *http.Request, c *call) error {
 	// An absent setting (restart_window_seconds, iteration_limit,
 	// idle_timeout_seconds): the session sets none, and the service's
 	// default (lifecycle serve --restart-window, ...) applies to it.
-	d, err := h.cfg.Policies.Put(r.Context(), c.t.Session, *b.ExpectedVersion, b.Policy,
-		policystore.Settings{RestartWindowSeconds: b.RestartWindowSeconds, IterationLimit: b.IterationLimit, IdleTimeoutSeconds: b.IdleTimeoutSeconds}, c.p)
-	if err != nil {
+	// The change and its policy.updated event are one transaction: an entry
+	// of the session's decision log (who, from which origin, which document
+	// by its RFC 8785 digest), or no change at all.
+	record := func(ctx context.Context, cas store.Write, d policystore.Document) error {
+		_, err := h.svc.TransactWithEvent(ctx, []store.Write{cas}, actionflow.Event{Type: "policy.updated", SessionID: c.t.Session},
+			map[string]any{"version": d.Version, "policy_version": d.PolicyVersion, "policy_digest": hex.EncodeToString(store.ChainDigest(d.Policy)),
+				"restart_window_seconds": d.RestartWindowSeconds, "restart_window_source": d.RestartWindowSource,
+				"iteration_limit": d.IterationLimit, "iteration_limit_source": d.IterationLimitSource,
+				"idle_timeout_seconds": d.IdleTimeoutSeconds, "idle_timeout_source": d.IdleTimeoutSource, "by": c.p})
 		return err
 	}
-	if _, err := h.svc.AppendEvent(r.Context(), actionflow.Event{Type: "policy.updated", SessionID: c.t.Session},
-		map[string]any{"version": d.Version, "restart_window_seconds": d.RestartWindowSeconds, "restart_window_source": d.RestartWindowSource,
-			"iteration_limit": d.IterationLimit, "iteration_limit_source": d.IterationLimitSource,
-			"idle_timeout_seconds": d.IdleTimeoutSeconds, "idle_timeout_source": d.IdleTimeoutSource, "by": c.p}); err != nil {
-		// The policy is saved; only its notification is missing.
-		h.log.WarnContext(r.Context(), "api: policy saved, event not appended", "session_id", c.t.Session, "error", err)
+	d, err := h.cfg.Policies.PutRecorded(r.Context(), c.t.Session, *b.ExpectedVersion, b.Policy,
+		policystore.Settings{RestartWindowSeconds: b.RestartWindowSeconds, IterationLimit: b.IterationLimit, IdleTimeoutSeconds: b.IdleTimeoutSeconds}, c.p, record)
+	if err != nil {
+		return err
 	}
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(d.Version, 10)))
 	writeJSON(w, http.StatusOK, PolicyView{Document: d, RequireReplay: used != nil, Replay: used})

@@ -254,6 +254,19 @@ func (s *Store) stored(ctx context.Context, session ids.SessionID) (Document, er
 // Current is the stored document; an invalid document or setting is a
 // *actionflow.ValidationError naming the field, and nothing is written.
 func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, settings Settings, by actionflow.Principal) (Document, error) {
+	return s.PutRecorded(ctx, session, expected, policy, settings, by, nil)
+}
+
+// Recorder writes a policy change: w is the compare-and-swap of the policy
+// item and d the document it stores. A caller makes it one transaction with
+// the event that records the change (policy.updated, an entry of the
+// session's decision log), so a policy never changes without its entry.
+type Recorder func(ctx context.Context, w store.Write, d Document) error
+
+// PutRecorded is Put whose write goes through record (nil: the plain
+// compare-and-swap). A lost compare-and-swap inside record's transaction
+// is still the *actionflow.ConflictError of a stale expected version.
+func (s *Store) PutRecorded(ctx context.Context, session ids.SessionID, expected int64, policy json.RawMessage, settings Settings, by actionflow.Principal, record Recorder) (Document, error) {
 	if err := ids.Validate("session_id", string(session)); err != nil {
 		return Document{}, &actionflow.ValidationError{Field: "session_id", Msg: err.Error()}
 	}
@@ -314,7 +327,12 @@ func (s *Store) Put(ctx context.Context, session ids.SessionID, expected int64, 
 		return Document{}, fmt.Errorf("encode policy of %s: %w", session, err)
 	}
 	k := Key(session)
-	err = s.st.CompareAndSwap(ctx, store.Item{PK: k.PK, SK: k.SK, Version: d.Version, Body: body}, expected, 0)
+	item := store.Item{PK: k.PK, SK: k.SK, Version: d.Version, Body: body}
+	if record != nil {
+		err = record(ctx, store.CASOf(item, expected, 0), d)
+	} else {
+		err = s.st.CompareAndSwap(ctx, item, expected, 0)
+	}
 	var vc *store.VersionConflictError
 	if errors.As(err, &vc) {
 		cur, gerr := s.Get(ctx, session)

@@ -312,7 +312,7 @@ func TestShutdownRetriesARacingVersionThreeTimes(t *testing.T) {
 			e := f.runningExecution(t)
 			n := 0
 			f.faulty.Before = func(op string, it store.Item) {
-				if op != "guarded" || !strings.Contains(it.SK, "CMD#shutdown.") || n >= races {
+				if op != "put" || !strings.Contains(it.SK, "CMD#shutdown.") || n >= races {
 					return
 				}
 				n++

@@ -113,12 +113,19 @@ type Counter struct {
 	Total       int64
 }
 
-// LogEntry is one entry of an append-only sequence log.
+// LogEntry is one entry of an append-only sequence log. Digest and Prev
+// are its link in the stream's hash chain (see chain.go), computed by the
+// store in the write that appended it; both are nil on entries appended
+// before the chain existed.
 type LogEntry struct {
 	Stream string
 	Seq    int64
 	At     time.Time
 	Body   []byte
+	// Digest is SHA-256 of the body's RFC 8785 canonical form.
+	Digest []byte
+	// Prev is the hash of the entry before (the stream's genesis for the first).
+	Prev []byte
 }
 
 // Store is the one persistence interface of the lifecycle. Every method is a
@@ -191,6 +198,8 @@ type Store interface {
 	// Append adds an entry to an append-only log stream and returns its
 	// sequence number: 1 for the first entry, then consecutive, never
 	// renumbered, no gaps, no duplicates, even under parallel appends.
+	// The entry is chained (its Digest and Prev, see chain.go) in the same
+	// conditional write: it exists chained or not at all.
 	Append(ctx context.Context, stream string, body []byte) (seq int64, err error)
 
 	// Transact applies several writes (put-once, compare-and-swap, log

@@ -56,7 +56,7 @@ func AddTo(root *cobra.Command) {
 	pf.BoolVar(&o.json, "json", false, "print JSON for scripts")
 	root.AddCommand(tokenCmd(o), submitCmd(o), showCmd(o), approvalsCmd(o), decideCmd(o, "approve"), decideCmd(o, "decline"),
 		reconcileCmd(o), commandCmd(o), endCmd(o), activityCmd(o), tailCmd(o), policyCmd(o), hostCmd(o),
-		questionsCmd(o), answerCmd(o), psCmd(o), logsCmd(o), stopCmd(o), revisionsCmd(o), revisionPolicyCmd(o))
+		questionsCmd(o), answerCmd(o), psCmd(o), logsCmd(o), stopCmd(o), revisionsCmd(o), revisionPolicyCmd(o), auditCmd(o))
 }
 
 // EnvOr is the environment variable name, or def when it is unset or empty.

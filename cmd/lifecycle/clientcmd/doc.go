@@ -1,9 +1,11 @@
 // Package clientcmd holds the `lifecycle` CLI's client commands — token,
 // submit, show, approvals, approve, decline, questions, answer, reconcile,
 // command, activity, tail, policy (with policy replay: a dry run of a
-// candidate over a window of recorded actions) and host — each a thin shell over package apiclient (or, for
+// candidate over a window of recorded actions), host and audit (export, verify) — each a thin shell over package apiclient (or, for
 // token, package auth with the key under the state directory). The
-// root command adds them with AddTo.
+// root command adds them with AddTo. audit verify recomputes a decision
+// log's chain with package audit, from an export or the live API, and
+// exits non-zero (ErrChainBroken) when it does not hold.
 //
 // token signs agent tokens with the agent key only and never reads the
 // human key for them; a human or admin token is issued only after the

@@ -14,7 +14,9 @@ import (
 type FaultyStore struct {
 	store.Store
 	mu sync.Mutex
-	// Fail says whether to fail a write; op is "put", "cas" or "guarded".
+	// Fail says whether to fail a write; op is "put" (also a put-once part
+	// of a transaction), "cas" (also a compare-and-swap part) or "guarded"
+	// (PutOnceIfVersion).
 	Fail func(op string, it store.Item) bool
 	// Before runs before every write that is not failed.
 	Before func(op string, it store.Item)

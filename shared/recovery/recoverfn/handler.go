@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/openprogram/lifecycle/shared/audit"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/process"
 	"github.com/openprogram/lifecycle/shared/recovery"
@@ -63,6 +64,15 @@ type Handler struct {
 	// processes whose supervisor has not reported for process.LostAfter
 	// (*process.Service; same shape as LostRequests).
 	Processes LostRequests
+	// Anchor, if set, writes at each scheduled tick the decision log heads
+	// of the sessions that changed since the last anchor to a bucket the
+	// table's writers cannot change (*audit.Anchorer over s3anchor).
+	Anchor Anchorer
+}
+
+// Anchorer anchors decision log heads (*audit.Anchorer).
+type Anchorer interface {
+	Run(ctx context.Context) (audit.Manifest, error)
 }
 
 // LostRequests closes requests open since before cutoff as incomplete
@@ -101,6 +111,15 @@ func (h Handler) Handle(ctx context.Context, ev events.CloudWatchEvent) (Respons
 			}
 			if perr != nil && err == nil {
 				err = perr
+			}
+		}
+		if h.Anchor != nil {
+			m, aerr := h.Anchor.Run(ctx)
+			if len(m.Heads) > 0 {
+				log.Info("decision log heads anchored", "sessions", len(m.Heads))
+			}
+			if aerr != nil && err == nil {
+				err = aerr
 			}
 		}
 		log.Info("recovery sweep", "open", out.Open, "changed", out.Changed, "errors", out.Errors)

@@ -22,9 +22,12 @@
 //     <resource>/LEASE item (fence = if_not_exists(fence, 0) + 1 on acquire).
 //   - ApplyCounter: one UpdateItem, NOT contains(counted, :member) with
 //     ADD counted :member_set, no transaction.
-//   - Append: Query (descending, limit 1) for the last entry, then PutItem of
-//     EVT#<seq+1> on attribute_not_exists(pk), retried when another appender
-//     took the number.
+//   - Append: Query (descending, limit 1, projecting sk, at, digest, prev)
+//     for the last entry, then PutItem of EVT#<seq+1> chained after it
+//     (digest, prev: store/chain.go) on attribute_not_exists(pk), retried
+//     (re-read, re-chained) when another appender took the number. The
+//     chain adds no request; a lost race cannot fork it, because the put
+//     that wins a number is the one whose prev is that number's predecessor.
 //   - Query, ReadLog: Query, strongly consistent; QueryIndex: Query of GSI1 or
 //     GSI2, eventually consistent.
 //

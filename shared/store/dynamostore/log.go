@@ -52,14 +52,12 @@ func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, 
 		return 0, fmt.Errorf("%s: build condition: %w", op, err)
 	}
 	for attempt := 1; attempt <= appendAttempts; attempt++ {
-		last, err := s.lastSeq(ctx, op, stream)
+		head, err := s.lastEntry(ctx, op, stream)
 		if err != nil {
 			return 0, err
 		}
-		seq := last + 1
-		av, err := attributevalue.MarshalMap(logRecord{
-			PK: stream, SK: store.LogSK(seq), Version: 1, At: time.Now().UnixMicro(), Body: body, AppendID: appendID,
-		})
+		seq := head.Seq + 1
+		av, err := attributevalue.MarshalMap(newLogRecord(stream, appendID, head, seq, body))
 		if err != nil {
 			return 0, fmt.Errorf("%s: encode entry: %w", op, err)
 		}
@@ -93,12 +91,25 @@ func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, 
 		Err: fmt.Errorf("lost the race for the next sequence number %d times", appendAttempts)}
 }
 
-func (s *Store) lastSeq(ctx context.Context, op, stream string) (int64, error) {
+// newLogRecord is entry seq of stream, chained after head (the stream's
+// last entry; zero when it has none).
+func newLogRecord(stream, appendID string, head store.LogEntry, seq int64, body []byte) logRecord {
+	at := time.Now().UnixMicro()
+	link := store.NextLink(stream, head.Hash(), seq, at, body)
+	return logRecord{PK: stream, SK: store.LogSK(seq), Version: 1, At: at, Body: body, AppendID: appendID,
+		Digest: link.Digest, Prev: link.Prev}
+}
+
+// lastEntry reads the stream's last entry without its body (a descending
+// Query, limit 1, consistent): its number and the fields of its chain
+// hash. A stream without entries is the zero entry (seq 0, no hash).
+func (s *Store) lastEntry(ctx context.Context, op, stream string) (store.LogEntry, error) {
 	kc := expression.Key(attrPK).Equal(expression.Value(stream)).And(expression.Key(attrSK).BeginsWith(store.LogSKPrefix))
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).
-		WithProjection(expression.NamesList(expression.Name(attrSK))).Build()
+		WithProjection(expression.NamesList(expression.Name(attrSK), expression.Name("at"),
+			expression.Name("digest"), expression.Name("prev"))).Build()
 	if err != nil {
-		return 0, fmt.Errorf("%s: build query: %w", op, err)
+		return store.LogEntry{}, fmt.Errorf("%s: build query: %w", op, err)
 	}
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -111,20 +122,20 @@ func (s *Store) lastSeq(ctx context.Context, op, stream string) (int64, error) {
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
-		return 0, backendErr(op, err)
+		return store.LogEntry{}, backendErr(op, err)
 	}
 	if len(out.Items) == 0 {
-		return 0, nil
+		return store.LogEntry{Stream: stream}, nil
 	}
 	r, err := decode(out.Items[0])
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", op, err)
+		return store.LogEntry{}, fmt.Errorf("%s: %w", op, err)
 	}
 	seq, err := store.ParseLogSK(r.SK)
 	if err != nil {
-		return 0, fmt.Errorf("%s: last entry: %w", op, err)
+		return store.LogEntry{}, fmt.Errorf("%s: last entry: %w", op, err)
 	}
-	return seq, nil
+	return r.logEntry(stream, seq), nil
 }
 
 // ReadLog queries sk BETWEEN EVT#<after+1> AND the last possible log key.
@@ -163,11 +174,7 @@ func (s *Store) ReadLog(ctx context.Context, stream string, after int64, limit i
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", op, err)
 			}
-			e := store.LogEntry{Stream: stream, Seq: seq, At: store.FromUnixMicro(r.At)}
-			if len(r.Body) > 0 {
-				e.Body = r.Body
-			}
-			entries = append(entries, e)
+			entries = append(entries, r.logEntry(stream, seq))
 		}
 		if len(entries) >= n || len(out.LastEvaluatedKey) == 0 {
 			return entries, nil

@@ -35,6 +35,9 @@ type logRecord struct {
 	At       int64  `dynamodbav:"at"`
 	Body     []byte `dynamodbav:"body,omitempty"`
 	AppendID string `dynamodbav:"append_id"`
+	// Digest and Prev are the entry's hash-chain link (store/chain.go).
+	Digest []byte `dynamodbav:"digest,omitempty"`
+	Prev   []byte `dynamodbav:"prev,omitempty"`
 }
 
 // storedRecord reads any item of the table: the union of all record kinds.
@@ -53,6 +56,8 @@ type storedRecord struct {
 	LeaseUntil  int64    `dynamodbav:"lease_until"`
 	At          int64    `dynamodbav:"at"`
 	AppendID    string   `dynamodbav:"append_id"`
+	Digest      []byte   `dynamodbav:"digest"`
+	Prev        []byte   `dynamodbav:"prev"`
 	Consecutive int64    `dynamodbav:"consecutive"`
 	Total       int64    `dynamodbav:"total"`
 	Counted     []string `dynamodbav:"counted,stringset"`
@@ -76,6 +81,18 @@ func (r storedRecord) item() store.Item {
 		it.Body = r.Body
 	}
 	return it
+}
+
+// logEntry is the record as an entry of stream (seq from its sort key).
+func (r storedRecord) logEntry(stream string, seq int64) store.LogEntry {
+	e := store.LogEntry{Stream: stream, Seq: seq, At: store.FromUnixMicro(r.At)}
+	if len(r.Body) > 0 {
+		e.Body = r.Body
+	}
+	if len(r.Digest) > 0 || len(r.Prev) > 0 {
+		e.Digest, e.Prev = r.Digest, r.Prev
+	}
+	return e
 }
 
 func (r storedRecord) lease(resource string) store.Lease {

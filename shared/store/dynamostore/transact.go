@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -76,14 +75,13 @@ func (s *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 			if w.Append == nil {
 				continue
 			}
-			last, err := s.lastSeq(ctx, op, w.Append.Stream)
+			head, err := s.lastEntry(ctx, op, w.Append.Stream)
 			if err != nil {
 				return nil, err
 			}
-			seqs[i] = last + 1
+			seqs[i] = head.Seq + 1
 			keys[i] = store.Key{PK: w.Append.Stream, SK: store.LogSK(seqs[i])}
-			av, err := attributevalue.MarshalMap(logRecord{PK: w.Append.Stream, SK: keys[i].SK, Version: 1,
-				At: time.Now().UnixMicro(), Body: w.Append.Body, AppendID: appendID})
+			av, err := attributevalue.MarshalMap(newLogRecord(w.Append.Stream, appendID, head, seqs[i], w.Append.Body))
 			if err != nil {
 				return nil, fmt.Errorf("%s: encode entry: %w", op, err)
 			}

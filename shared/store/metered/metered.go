@@ -234,7 +234,7 @@ func (m *Store) Transact(ctx context.Context, writes []store.Write) ([]int64, er
 		case w.Append != nil:
 			k = Kind(w.Append.Stream, "EVT")
 			m.read(k, 4096, false) // the last entry, to find the next sequence number
-			m.item(k, len(w.Append.Stream)+len(w.Append.Body)+40, 2)
+			m.item(k, logEntrySize(w.Append.Stream, w.Append.Body), 2)
 		}
 		if k != "" && !seen[k] {
 			seen[k] = true
@@ -303,15 +303,21 @@ func (m *Store) GetCounter(ctx context.Context, k store.CounterKey) (store.Count
 func (m *Store) Append(ctx context.Context, stream string, body []byte) (int64, error) {
 	k := Kind(stream, "EVT")
 	m.read(k, 4096, false) // the last entry, to find the next sequence number
-	m.write(k, len(stream)+len(body)+40, 1)
+	m.write(k, logEntrySize(stream, body), 1)
 	return m.Store.Append(ctx, stream, body)
+}
+
+// logEntrySize approximates a stored log entry: keys, body, the numbers
+// and append tag (40), and its hash-chain link.
+func logEntrySize(stream string, body []byte) int {
+	return len(stream) + len(body) + 40 + store.ChainAttrBytes
 }
 
 func (m *Store) ReadLog(ctx context.Context, stream string, after int64, limit int) ([]store.LogEntry, error) {
 	es, err := m.Store.ReadLog(ctx, stream, after, limit)
 	n := 0
 	for _, e := range es {
-		n += len(e.Body) + len(stream) + 40
+		n += logEntrySize(stream, e.Body)
 	}
 	m.read(Kind(stream, "EVT"), n, false)
 	return es, err

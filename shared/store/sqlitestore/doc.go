@@ -6,7 +6,11 @@
 // ../SCHEMA.md: an items table keyed (pk, sk) that holds every record kind
 // (domain items, leases, counters, log entries), partial indexes for GSI1
 // and the sparse GSI2, and a counter_members table standing in for the
-// DynamoDB "counted" string set. The schema version is PRAGMA user_version.
+// DynamoDB "counted" string set. The schema version is PRAGMA user_version;
+// Open migrates an older file in one transaction (version 2 added the log
+// entries' hash-chain columns digest and prev; an append chains its entry
+// inside the write that takes its number, from the head it reads or, with
+// the item cache, remembers).
 //
 // Every write is one BEGIN IMMEDIATE transaction on a single writer
 // connection: conditions are checked and the write applied inside it

@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+
+	"github.com/openprogram/lifecycle/shared/store"
 )
 
 // DumpForTest returns every row of every table as text, in key order.
@@ -35,4 +37,18 @@ func DumpForTest(ctx context.Context, s *Store) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// PutLogEntryForTest writes a log entry's row directly (tamper tests).
+func PutLogEntryForTest(ctx context.Context, s *Store, stream string, seq, at int64, body, digest, prev []byte) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO items (pk, sk, version, fence, body, at, digest, prev) VALUES (?, ?, 1, 0, ?, ?, ?, ?)
+		ON CONFLICT (pk, sk) DO UPDATE SET body = excluded.body, at = excluded.at, digest = excluded.digest, prev = excluded.prev`,
+		stream, store.LogSK(seq), body, at, digest, prev)
+	return err
+}
+
+// DeleteLogEntryForTest removes a log entry's row directly (tamper tests).
+func DeleteLogEntryForTest(ctx context.Context, s *Store, stream string, seq int64) error {
+	_, err := s.w.ExecContext(ctx, `DELETE FROM items WHERE pk = ? AND sk = ?`, stream, store.LogSK(seq))
+	return err
 }

@@ -119,7 +119,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		{name: "append, commit fails", fail: "COMMIT",
 			do:    func(s store.Store) error { _, err := s.Append(ctx, exec, []byte("e2")); return err },
 			check: func(t *testing.T, s store.Store) { mustLog(t, s, exec, "e1", "e2") }},
-		{name: "transact, the last part's insert fails after the others were applied", fail: "body, at)",
+		{name: "transact, the last part's insert fails after the others were applied", fail: "body, at, digest, prev)",
 			do: func(s store.Store) error {
 				_, err := s.Transact(ctx, []store.Write{
 					store.CASOf(store.Item{PK: exec, SK: "META", Version: 4, Body: []byte("meta v4")}, 3, 0),

@@ -33,16 +33,26 @@ func (s *Store) Append(ctx context.Context, stream string, body []byte) (int64, 
 	return seq, nil
 }
 
+// logHead is a stream's last entry as an append needs it: its number and
+// its chain hash (nil when it was appended before the chain existed).
+type logHead struct {
+	seq  int64
+	hash []byte
+}
+
+// appendTx inserts the stream's next entry, chained after its head, in the
+// write transaction tx: the number and the link are taken together.
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, op, stream string, body []byte) (int64, error) {
-	seq, known := s.rememberedSeq(stream)
-	if known {
-		seq++
-	} else {
-		var last string
-		err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last)
+	head, known := s.rememberedHead(stream)
+	if !known {
+		var (
+			last         string
+			at           sql.NullInt64
+			digest, prev []byte
+		)
+		err := tx.StmtContext(ctx, s.stmts.wLastLog).QueryRowContext(ctx, stream).Scan(&last, &at, &digest, &prev)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			seq = 1
 		case err != nil:
 			return 0, unavailable(op, err)
 		default:
@@ -50,33 +60,36 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, op, stream string, bod
 			if err != nil {
 				return 0, fmt.Errorf("%s: last entry of %s: %w", op, stream, err)
 			}
-			seq = n + 1
+			e := store.LogEntry{Stream: stream, Seq: n, At: store.FromUnixMicro(at.Int64), Digest: digest, Prev: prev}
+			head = logHead{seq: n, hash: e.Hash()}
 		}
 	}
-	if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, time.Now().UnixMicro()); err != nil {
+	seq, at := head.seq+1, time.Now().UnixMicro()
+	link := store.NextLink(stream, head.hash, seq, at, body)
+	if _, err := tx.StmtContext(ctx, s.stmts.wInsLog).ExecContext(ctx, stream, store.LogSK(seq), body, at, link.Digest, link.Prev); err != nil {
 		return 0, unavailable(op, err)
 	}
 	if s.reqSeqs != nil {
-		s.reqSeqs[stream] = seq
+		s.reqSeqs[stream] = logHead{seq: seq, hash: link.Hash}
 	}
 	return seq, nil
 }
 
-// rememberedSeq is the stream's last sequence number as this writer knows
-// it: written by the running write, by an earlier write of its batch, or
-// committed (see Store.seqs).
-func (s *Store) rememberedSeq(stream string) (int64, bool) {
+// rememberedHead is the stream's head as this writer knows it: written by
+// the running write, by an earlier write of its batch, or committed (see
+// Store.seqs).
+func (s *Store) rememberedHead(stream string) (logHead, bool) {
 	if s.seqs == nil {
-		return 0, false
+		return logHead{}, false
 	}
-	if seq, ok := s.reqSeqs[stream]; ok {
-		return seq, true
+	if h, ok := s.reqSeqs[stream]; ok {
+		return h, true
 	}
-	if seq, ok := s.batchSeqs[stream]; ok {
-		return seq, true
+	if h, ok := s.batchSeqs[stream]; ok {
+		return h, true
 	}
-	seq, ok := s.seqs[stream]
-	return seq, ok
+	h, ok := s.seqs[stream]
+	return h, ok
 }
 
 // ReadLog returns the entries after seq after, ascending.
@@ -93,11 +106,11 @@ func (s *Store) ReadLog(ctx context.Context, stream string, after int64, limit i
 	var entries []store.LogEntry
 	for rows.Next() {
 		var (
-			sk   string
-			at   sql.NullInt64
-			body []byte
+			sk                 string
+			at                 sql.NullInt64
+			body, digest, prev []byte
 		)
-		if err := rows.Scan(&sk, &at, &body); err != nil {
+		if err := rows.Scan(&sk, &at, &body, &digest, &prev); err != nil {
 			return nil, unavailable(op, err)
 		}
 		seq, err := store.ParseLogSK(sk)
@@ -107,6 +120,9 @@ func (s *Store) ReadLog(ctx context.Context, stream string, after int64, limit i
 		e := store.LogEntry{Stream: stream, Seq: seq, At: store.FromUnixMicro(at.Int64)}
 		if len(body) > 0 {
 			e.Body = body
+		}
+		if len(digest) > 0 || len(prev) > 0 {
+			e.Digest, e.Prev = digest, prev
 		}
 		entries = append(entries, e)
 	}

@@ -42,6 +42,8 @@ var schema = []string{
 		at          INTEGER,
 		consecutive INTEGER,
 		total       INTEGER,
+		digest      BLOB,
+		prev        BLOB,
 		PRIMARY KEY (pk, sk)
 	)`,
 	`CREATE INDEX items_gsi1 ON items (gsi1pk, gsi1sk) WHERE gsi1pk IS NOT NULL`,
@@ -52,6 +54,13 @@ var schema = []string{
 		member TEXT NOT NULL,
 		PRIMARY KEY (pk, sk, member)
 	) WITHOUT ROWID`,
+}
+
+// migrations bring a file of version i+1 to i+2: migrations[0] is 1 -> 2.
+var migrations = [][]string{
+	// 2: log entries carry their hash-chain link (digest, prev). Entries
+	// already written keep none: the chain starts at the next append.
+	{`ALTER TABLE items ADD COLUMN digest BLOB`, `ALTER TABLE items ADD COLUMN prev BLOB`},
 }
 
 // pageSize: every commit writes each page it changed to the WAL whole, so
@@ -76,7 +85,7 @@ func migrate(db *sql.DB) error {
 	case v > SchemaVersion:
 		return fmt.Errorf("schema version %d is newer than this program's %d", v, SchemaVersion)
 	case v != 0:
-		return fmt.Errorf("no migration from schema version %d", v)
+		return upgrade(db, v)
 	}
 	// Only an empty file takes a page size.
 	if _, err := db.Exec(fmt.Sprintf(`PRAGMA page_size = %d`, pageSize)); err != nil {
@@ -96,6 +105,31 @@ func migrate(db *sql.DB) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("create schema: %w", err)
+	}
+	return nil
+}
+
+// upgrade runs the migrations from version v to SchemaVersion in one transaction.
+func upgrade(db *sql.DB, v int) error {
+	if v-1 >= len(migrations) {
+		return fmt.Errorf("no migration from schema version %d", v)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return fmt.Errorf("migrate schema %d: %w", v, err)
+	}
+	for _, step := range migrations[v-1:] {
+		for _, stmt := range step {
+			if _, err := tx.Exec(stmt); err != nil {
+				return errors.Join(fmt.Errorf("migrate schema %d: %s: %w", v, stmt, err), tx.Rollback())
+			}
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion)); err != nil {
+		return errors.Join(fmt.Errorf("migrate schema %d: %w", v, err), tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate schema %d: %w", v, err)
 	}
 	return nil
 }
@@ -175,13 +209,13 @@ func (st *statements) prepare(w, r *sql.DB) error {
 	st.wGetCounter = p(w, getCounter)
 	st.wPutCounter = p(w, `INSERT INTO items (pk, sk, version, fence, consecutive, total) VALUES (?, ?, 1, 0, ?, ?)
 		ON CONFLICT (pk, sk) DO UPDATE SET version = version + 1, consecutive = excluded.consecutive, total = excluded.total`)
-	st.wLastLog = p(w, `SELECT sk FROM items WHERE pk = ? AND sk >= `+logLo+` AND sk < `+logHi+` ORDER BY sk DESC LIMIT 1`)
-	st.wInsLog = p(w, `INSERT INTO items (pk, sk, version, fence, body, at) VALUES (?, ?, 1, 0, ?, ?)`)
+	st.wLastLog = p(w, `SELECT sk, at, digest, prev FROM items WHERE pk = ? AND sk >= `+logLo+` AND sk < `+logHi+` ORDER BY sk DESC LIMIT 1`)
+	st.wInsLog = p(w, `INSERT INTO items (pk, sk, version, fence, body, at, digest, prev) VALUES (?, ?, 1, 0, ?, ?, ?, ?)`)
 
 	st.rGetItem = p(r, getItem)
 	st.rGetLease = p(r, getLease)
 	st.rGetCounter = p(r, getCounter)
-	st.rReadLog = p(r, `SELECT sk, at, body FROM items WHERE pk = ? AND sk > ? AND sk < `+logHi+` ORDER BY sk LIMIT ?`)
+	st.rReadLog = p(r, `SELECT sk, at, body, digest, prev FROM items WHERE pk = ? AND sk > ? AND sk < `+logHi+` ORDER BY sk LIMIT ?`)
 	return err
 }
 

@@ -21,7 +21,7 @@ var _ store.Store = (*Store)(nil)
 
 // SchemaVersion is stored in PRAGMA user_version. Bump it with every schema
 // change (and add the migration to migrate).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Store is the embedded adapter: one SQLite file in WAL mode. All writes go
 // through one connection (SQLite has one writer at a time anyway, and one
@@ -46,12 +46,12 @@ type Store struct {
 	cache      *itemCache // nil unless WithItemCache
 
 	// With the item cache (this Store the only writer of the file), the
-	// writer goroutine also remembers each log stream's last sequence
-	// number, so an append needs no read: seqs holds committed numbers,
-	// batchSeqs those of the batch being built, reqSeqs those of the write
-	// being run (dropped if its savepoint is rolled back). Only the writer
-	// goroutine touches them.
-	seqs, batchSeqs, reqSeqs map[string]int64
+	// writer goroutine also remembers each log stream's head (last sequence
+	// number and chain hash), so an append needs no read: seqs holds
+	// committed heads, batchSeqs those of the batch being built, reqSeqs
+	// those of the write being run (dropped if its savepoint is rolled
+	// back). Only the writer goroutine touches them.
+	seqs, batchSeqs, reqSeqs map[string]logHead
 }
 
 // maxRememberedStreams bounds Store.seqs; past it the map starts over.
@@ -188,7 +188,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	s.ckpt = startCheckpointer(s.ckptDB)
 	if o.cacheItems > 0 {
 		s.cache = newItemCache(o.cacheItems)
-		s.seqs, s.batchSeqs, s.reqSeqs = map[string]int64{}, map[string]int64{}, map[string]int64{}
+		s.seqs, s.batchSeqs, s.reqSeqs = map[string]logHead{}, map[string]logHead{}, map[string]logHead{}
 	}
 	s.reqs = make(chan *writeReq, maxBatch)
 	s.writerDone = make(chan struct{})

@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -31,4 +32,20 @@ func TestContract(t *testing.T) {
 // so eviction runs too).
 func TestContractWithItemCache(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t, sqlitestore.WithItemCache(64)) })
+}
+
+// sqlTamper rewrites log rows in the file, as anyone with the file could.
+type sqlTamper struct{ s *sqlitestore.Store }
+
+func (x sqlTamper) PutLogEntry(ctx context.Context, e store.LogEntry) error {
+	return sqlitestore.PutLogEntryForTest(ctx, x.s, e.Stream, e.Seq, store.UnixMicro(e.At), e.Body, e.Digest, e.Prev)
+}
+
+func (x sqlTamper) DeleteLogEntry(ctx context.Context, stream string, seq int64) error {
+	return sqlitestore.DeleteLogEntryForTest(ctx, x.s, stream, seq)
+}
+
+func TestChainTamper(t *testing.T) {
+	storetest.RunTamper(t, func(t *testing.T) store.Store { return openTemp(t) },
+		func(s store.Store) storetest.LogTamper { return sqlTamper{s.(*sqlitestore.Store)} })
 }

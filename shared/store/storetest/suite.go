@@ -39,6 +39,7 @@ func RunSequential(t *testing.T, open Opener) {
 	t.Run("LeaseTimePrecision", func(t *testing.T) { testLeaseTimePrecision(t, open) })
 	t.Run("Counter", func(t *testing.T) { testCounter(t, open) })
 	t.Run("Log", func(t *testing.T) { testLog(t, open) })
+	t.Run("Chain", func(t *testing.T) { testChain(t, open) })
 	t.Run("Transact", func(t *testing.T) { testTransact(t, open) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, open) })
 }
