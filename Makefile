@@ -171,6 +171,7 @@ bench:
 	$(GO) test -run '^$$' -bench AllowPath -benchtime 2000x ./shared/sfnlocal/
 	$(GO) test -run '^$$' -bench Decide -benchmem ./shared/permission/
 	$(GO) test -run '^$$' -bench Lifecycle -benchtime 3000x -timeout 60m ./shared/embedded/
+	$(GO) test -run '^$$' -bench SubmitRequestValidation ./shared/httpapi/
 	$(GO) test -run '^$$' -bench HostBashSandbox -benchtime 300x ./shared/hosttools/
 
 ## chaos: the black-box chaos run at scale: a real `lifecycle serve` SIGKILLed and restarted under load
