@@ -107,6 +107,26 @@ $(DAGRE_DIR)/installed.stamp:
 	touch $@
 unit: ui-assets
 unit: export LIFECYCLE_UI_DAGRE_REQUIRED = 1
+## api-docs: the API reference page served at /docs (by `lifecycle serve` and the api function), rendered from
+## api/openapi.yaml by the same pinned Redocly CLI (Redoc, bundled inline: one self-contained HTML file, no CDN,
+## works offline). Embedded at compile time; a build without it answers /docs with 503 naming this target.
+## `make run`, `make test` and `make build` build it first. The one thing the bundle would still fetch is
+## Redocly's attribution logo from its CDN: the sed below swaps it for the same word as an inline SVG (the
+## "API docs by" link to Redocly stays). shared/httpapi's chromium test fails on any request off the server.
+API_DOCS_PAGE := shared/httpapi/apidocs/index.html
+API_DOCS_LOGO := data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 width=%2264%22 height=%2216%22%3E%3Ctext x=%220%22 y=%2212%22 font-family=%22sans-serif%22 font-size=%2212%22%3ERedocly%3C/text%3E%3C/svg%3E
+.PHONY: api-docs
+api-docs: $(API_DOCS_PAGE)
+$(API_DOCS_PAGE): api/openapi.yaml redocly.yaml $(REDOCLY_DIR)/installed.stamp
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) build-docs api/openapi.yaml \
+	  --inlineBundle --lint-config=error --output $@.tmp
+	sed -e 's|https://cdn\.redoc\.ly/redoc/logo-mini[a-z-]*\.svg|$(API_DOCS_LOGO)|g' $@.tmp > $@.sed && rm $@.tmp
+	if grep -o 'https://cdn\.[a-z.]*/[^`"]*\.\(svg\|png\|js\|css\|woff2\?\)' $@.sed; then echo "api-docs: the page still loads the files above from a CDN" >&2; rm $@.sed; exit 1; fi
+	mv $@.sed $@
+run: api-docs
+build: api-docs
+unit: api-docs
+unit: export LIFECYCLE_API_DOCS_REQUIRED = 1
 
 ## mcp-everything: the reference MCP server the downstream proxy test runs over stdio (npm, pinned,
 ## installed once under .tools/; `make unit` uses it and passes its path as LIFECYCLE_MCP_EVERYTHING)
@@ -184,6 +204,7 @@ bench:
 	$(GO) test -run '^$$' -bench Decide -benchmem ./shared/permission/
 	$(GO) test -run '^$$' -bench Replay100k -benchtime 1x ./shared/replay/
 	$(GO) test -run '^$$' -bench Lifecycle -benchtime 3000x -timeout 60m ./shared/embedded/
+	$(GO) test -run '^$$' -bench SubmitRequestValidation ./shared/httpapi/
 	$(GO) test -run '^$$' -bench HostBashSandbox -benchtime 300x ./shared/hosttools/
 
 ## chaos: the black-box chaos run at scale: a real `lifecycle serve` SIGKILLed and restarted under load

@@ -264,6 +264,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	fmt.Fprintf(out, "OpenProgram action lifecycle is running.\n\n")
 	fmt.Fprintf(out, "  Activity UI   %s/ui/#token=%s\n", base, human)
 	fmt.Fprintf(out, "  API           %s/v1   (health: %s/healthz)\n", base, base)
+	fmt.Fprintf(out, "  API reference %s%s\n", base, httpapi.DocsPath)
 	fmt.Fprintf(out, "  MCP           %s%s   (streamable HTTP; Authorization: Bearer <agent token>)\n", base, mcpgateway.Path)
 	fmt.Fprintf(out, "  Human token   %s   (session %s, 12h)\n", human, o.session)
 	fmt.Fprintf(out, "  State         %s   (0700; keys auth.key and human.key 0600)\n", stateDir)

@@ -17,9 +17,10 @@ import (
 type Route struct {
 	Method string
 	Path   string
-	// Public routes skip the JWT authorizer: the health check, and the static
+	// Public routes skip the JWT authorizer: the health check, the static
 	// files of the Activity UI (no data: the page calls the API with the
-	// user's bearer token, which a plain page load cannot carry).
+	// user's bearer token, which a plain page load cannot carry) and the API
+	// reference page (the spec, rendered; it calls nothing).
 	Public bool
 }
 
@@ -71,6 +72,9 @@ var Routes = []Route{
 	// The Activity UI: static files served by the api function.
 	{Method: "GET", Path: "/", Public: true},
 	{Method: "GET", Path: "/ui/{proxy+}", Public: true},
+	// The API reference page (one static HTML file rendered from
+	// api/openapi.yaml by `make api-docs`, embedded in the api function).
+	{Method: "GET", Path: "/docs", Public: true},
 }
 
 type httpAPI struct {

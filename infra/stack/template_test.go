@@ -456,8 +456,8 @@ func TestHTTPAPI(t *testing.T) {
 				t.Errorf("route %s missing", key)
 			}
 		}
-		if n := len(want); n != 43 {
-			t.Errorf("route table has %d routes, want 43 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI and POST/GET/DELETE /mcp)", n)
+		if n := len(want); n != 44 {
+			t.Errorf("route table has %d routes, want 44 (the API's table, checked by shared/httpapi's TestEveryRouteIsAnAPIGatewayRoute, plus the health check, the UI, the API reference page and POST/GET/DELETE /mcp)", n)
 		}
 		var public []string
 		for _, r := range stack.Routes {
@@ -465,10 +465,11 @@ func TestHTTPAPI(t *testing.T) {
 				public = append(public, r.Method+" "+r.Path)
 			}
 		}
-		// Only the health check and the UI's static files skip the authorizer;
-		// every /v1 route carries the JWT.
-		if !slices.Equal(public, []string{"GET /healthz", "GET /", "GET /ui/{proxy+}"}) {
-			t.Errorf("public routes %v, want only GET /healthz and the UI's static files", public)
+		// Only the health check, the UI's static files and the API reference
+		// page (a static file, served by the api function) skip the
+		// authorizer; every /v1 route carries the JWT.
+		if !slices.Equal(public, []string{"GET /healthz", "GET /", "GET /ui/{proxy+}", "GET /docs"}) {
+			t.Errorf("public routes %v, want only GET /healthz, the UI's static files and GET /docs", public)
 		}
 
 		s.hasProps(t, "AWS::ApiGatewayV2::Stage", map[string]any{

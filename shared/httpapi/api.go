@@ -165,6 +165,10 @@ type Config struct {
 	// Replays runs and keeps policy replays (nil: the replay routes answer
 	// 501, and no session can require a replay).
 	Replays *replay.Replayer
+	// Docs holds index.html, the API reference page served at /docs
+	// whatever NoUI says (default: the embedded apidocs directory, which
+	// has the page when `make api-docs` ran before the build).
+	Docs fs.FS
 }
 
 type api struct {
@@ -177,6 +181,8 @@ type api struct {
 	models *modelreq.Ledger
 	// procs are the managed processes of svc.
 	procs *process.Service
+	// docs is the API reference page (or why there is none).
+	docs docsPage
 }
 
 // New builds the API handler.
@@ -218,7 +224,18 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Dagre == "" && !cfg.NoUI {
 		cfg.Dagre = FindDagre()
 	}
-	h := &api{cfg: cfg, svc: cfg.Service, models: modelreq.ForFlow(cfg.Service), procs: process.ForFlow(cfg.Service), log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Docs == nil {
+		sub, err := fs.Sub(apiDocs, "apidocs")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Docs = sub
+	}
+	docs, err := loadDocs(cfg.Docs)
+	if err != nil {
+		return nil, err
+	}
+	h := &api{cfg: cfg, svc: cfg.Service, models: modelreq.ForFlow(cfg.Service), procs: process.ForFlow(cfg.Service), log: cfg.Logger, mux: http.NewServeMux(), docs: docs}
 	h.routes()
 	return h, nil
 }
@@ -273,6 +290,7 @@ func (h *api) routes() {
 		h.mux.Handle(rt.pattern, h.gate(rt))
 	}
 	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.docsRoutes()
 	if !h.cfg.NoUI {
 		h.uiRoutes()
 	}

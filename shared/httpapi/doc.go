@@ -54,6 +54,14 @@
 // finds a replay of the same document (RFC 8785 digest) within the hour,
 // and the change's answer names it. Approvals carry the reviewer's risk.
 //
+// GET /docs is the API reference page, public in both deployments:
+// apidocs/index.html, which `make api-docs` renders from api/openapi.yaml
+// with the pinned Redocly CLI (Redoc, bundled inline) and the compiler
+// embeds; a binary built without it answers 503 naming the target. Its
+// Content-Security-Policy lets exactly the page's own inline scripts run
+// (by hash) and connect to nothing but this origin; a chromium test finds
+// every operation of the spec on it with every other host unresolvable.
+//
 // What it must never do: let a request's origin header or body stand in
 // for the token's role or session, write anything for a refused request
 // except its audit event, expose a task token, or import an AWS package.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -207,8 +208,15 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	inCode := append(httpapi.Routes(), "GET /healthz", "POST /mcp") // /mcp: package mcpgateway
 	sort.Strings(inSpec)
 	sort.Strings(inCode)
-	if strings.Join(inSpec, "\n") != strings.Join(inCode, "\n") {
-		t.Fatalf("routes differ\nspec:\n%s\n\ncode:\n%s", strings.Join(inSpec, "\n"), strings.Join(inCode, "\n"))
+	for _, r := range inSpec {
+		if !slices.Contains(inCode, r) {
+			t.Errorf("%s is in api/openapi.yaml but the server's route table (gate.go) does not serve it", r)
+		}
+	}
+	for _, r := range inCode {
+		if !slices.Contains(inSpec, r) {
+			t.Errorf("%s is served (gate.go) but api/openapi.yaml does not describe it", r)
+		}
 	}
 	// Every schema in components compiles.
 	for name := range o.doc["components"].(map[string]any)["schemas"].(map[string]any) {
