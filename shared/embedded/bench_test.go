@@ -73,23 +73,13 @@ func (bs *benchStack) invocationsSoFar() map[string]awscost.Invocation {
 }
 
 func startBench(tb testing.TB, dir string) *benchStack {
-	return startBenchWrap(tb, dir, nil)
-}
-
-func startBenchWrap(tb testing.TB, dir string, wrap func(store.Store) store.Store) *benchStack {
 	tb.Helper()
 	bs := &benchStack{}
 	lazy := &lazyDecider{}
 	s, err := embedded.Start(context.Background(), embedded.Config{
 		StateDir: dir, NoHostWorker: true, Decider: lazy,
-		Routes: map[string]string{"noop_ask": "noop", "noop_deny": "noop"},
-		WrapStore: func(st store.Store) store.Store {
-			if wrap != nil {
-				st = wrap(st)
-			}
-			bs.meter = metered.Wrap(st)
-			return bs.meter
-		},
+		Routes:    map[string]string{"noop_ask": "noop", "noop_deny": "noop"},
+		WrapStore: func(st store.Store) store.Store { bs.meter = metered.Wrap(st); return bs.meter },
 		WrapFunction: func(name string, f sfnlocal.LambdaFunc) sfnlocal.LambdaFunc {
 			return func(ctx context.Context, p []byte) ([]byte, error) {
 				bs.invocations.Add(1)
