@@ -300,6 +300,14 @@ func populated(b *testing.B, stored int) string {
 // offers 700 actions/s in an open loop with at most 32 in flight, the
 // reading of issue 4's latency target (docs/decisions.md, "Measuring").
 //
+// For allow, ask and deny it also prints what a million such actions would
+// cost on AWS (shared/awscost): Step Functions transitions, each function's
+// invocations and billed milliseconds, the lifecycle table's DynamoDB units
+// (its indexes' writes included, the embedded engine's own records left
+// out), HTTP API requests and EventBridge events; then each record's writes.
+// usd/M-actions, table_WCU/action and aws_WRU/action are the same figures
+// on the benchmark line.
+//
 //	go test -run '^$' -bench Lifecycle -benchtime 3000x ./shared/embedded/
 func BenchmarkLifecycle(b *testing.B) {
 	for _, stored := range []int{0, 100_000} {
