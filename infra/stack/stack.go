@@ -155,7 +155,7 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 		EnvToolFunctionARNs:       tools,
 	}), nil)
 	grantTable(fns[FnAPI].role, table)
-	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
+	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution", "states:DescribeStateMachine"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
 	fns[FnAPI].role.AddToPrincipalPolicy(statement(
 		[]string{"states:DescribeExecution", "states:GetExecutionHistory", "states:StopExecution",
 			// GET /v1/actions/{id}/machine: the definition an execution runs.
@@ -192,7 +192,7 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 		p.MaxEventAge = awscdk.Duration_Hours(jsii.Number(1))
 	})
 	grantTable(fns[FnRecover].role, table)
-	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
+	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution", "states:DescribeStateMachine"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
 	fns[FnRecover].role.AddToPrincipalPolicy(statement(
 		[]string{"states:DescribeExecution", "states:StopExecution"}, machine.executionsARN))
 	fns[FnRecover].role.AddToPrincipalPolicy(statement([]string{"events:PutEvents"}, bus.EventBusArn()))

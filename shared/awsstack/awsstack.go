@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -28,6 +29,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/permission/riskreview"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/process"
+	"github.com/openprogram/lifecycle/shared/revision"
 	"github.com/openprogram/lifecycle/shared/sfnclient"
 	"github.com/openprogram/lifecycle/shared/store/dynamostore"
 )
@@ -35,10 +37,14 @@ import (
 // Env is the function's configuration.
 type Env struct {
 	Table, StateMachineARN, EventBus, BlobBucket string
-	Reviewer, BedrockModelID                     string
-	ToolFunctionARNs                             []string
-	ProjectRoot                                  string
-	LogLevel                                     slog.Level
+	// StateMachineVersionARN is the state machine version this deployment
+	// published (api, recover): its revision is registered at cold start,
+	// and actions start on the version of their execution's revision.
+	StateMachineVersionARN   string
+	Reviewer, BedrockModelID string
+	ToolFunctionARNs         []string
+	ProjectRoot              string
+	LogLevel                 slog.Level
 }
 
 // LoadEnv reads the environment; required names the variables this
@@ -56,7 +62,7 @@ func LoadEnv(required ...string) (Env, error) {
 	}
 	e := Env{Table: get("LIFECYCLE_TABLE"), StateMachineARN: get("LIFECYCLE_STATE_MACHINE_ARN"), EventBus: get("LIFECYCLE_EVENT_BUS"),
 		BlobBucket: get("LIFECYCLE_BLOB_BUCKET"), Reviewer: get("LIFECYCLE_REVIEWER"), BedrockModelID: get("LIFECYCLE_BEDROCK_MODEL_ID"),
-		ProjectRoot: get("LIFECYCLE_PROJECT_ROOT")}
+		ProjectRoot: get("LIFECYCLE_PROJECT_ROOT"), StateMachineVersionARN: get("LIFECYCLE_STATE_MACHINE_VERSION_ARN")}
 	if e.Reviewer == "" {
 		e.Reviewer = "builtin"
 	}
@@ -159,6 +165,16 @@ func New(ctx context.Context, env Env, policies Policies) (*Deps, error) {
 	fc.Tasks = sfnc
 	if d.SFN != nil {
 		fc.Starter = d.SFN
+	}
+	if d.SFN != nil && env.StateMachineVersionARN != "" {
+		// Revisions (issue 15): this deployment's revision is the one its
+		// state machine version runs; executions keep or adopt revisions
+		// and start on their versions, never on the unqualified machine.
+		registry := revision.NewRegistry(st)
+		if _, err := sfnclient.RegisterDeployment(ctx, d.SFN.SFN, registry, env.StateMachineVersionARN, time.Now()); err != nil {
+			return nil, fmt.Errorf("register this deployment's revision: %w", err)
+		}
+		fc.Revisions = &sfnclient.Revisions{Client: d.SFN, Registry: registry}
 	}
 	if env.EventBus != "" {
 		fc.Publisher = &ebpublisher.Publisher{Client: eventbridge.NewFromConfig(cfg), Bus: env.EventBus}

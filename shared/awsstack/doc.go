@@ -10,6 +10,16 @@
 //
 //	LIFECYCLE_TABLE               the table (required)
 //	LIFECYCLE_STATE_MACHINE_ARN   the state machine (api, recover)
+//	LIFECYCLE_STATE_MACHINE_VERSION_ARN
+//	                              the version this deployment published (api,
+//	                              recover): at cold start it is described and
+//	                              its revision registered (sfnclient.
+//	                              RegisterDeployment: live unless a later
+//	                              version is); actions then start on their
+//	                              execution's revision's version
+//	LIFECYCLE_STATE_MACHINE_ALIAS_ARN
+//	                              the `live` alias (for operators and tools;
+//	                              actions start on versions, never the alias)
 //	LIFECYCLE_EVENT_BUS           the projection bus (project, recover)
 //	LIFECYCLE_BLOB_BUCKET         large results (dispatch, record, api)
 //	LIFECYCLE_REVIEWER            "builtin" (default) or "bedrock" (authorize)

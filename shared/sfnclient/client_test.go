@@ -24,13 +24,25 @@ import (
 // execution running until the test ends.
 func newClient(t *testing.T) (*Client, *sfnlocal.Engine) {
 	t.Helper()
-	db, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db"))
+	return newClientOn(t, filepath.Join(t.TempDir(), "state.db"), `{"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 3600, "End": true}}}`)
+}
+
+// clientOn is a client of an engine over the store at path, running def.
+func clientOn(t *testing.T, path, def string) *Client {
+	t.Helper()
+	c, _ := newClientOn(t, path, def)
+	return c
+}
+
+func newClientOn(t *testing.T, path, def string) (*Client, *sfnlocal.Engine) {
+	t.Helper()
+	db, err := sqlitestore.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	eng, err := sfnlocal.New(sfnlocal.Config{
 		Store: db, StateMachineName: "m", Clock: sfnlocal.NewFakeClock(t0()),
-		Definition: []byte(`{"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 3600, "End": true}}}`),
+		Definition: []byte(def),
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -192,7 +192,17 @@ func TestAWSMode(t *testing.T) {
 		allowed := lifecycle.States{Permission: lifecycle.PermissionAllow, Outcome: lifecycle.OutcomeSucceeded, Delivery: lifecycle.DeliveryProjected, Started: true}
 
 		t.Run("allow", func(t *testing.T) {
-			s.wantStates(t, agent.waitAction(noop.ActionID, "ends", terminal), allowed)
+			v := agent.waitAction(noop.ActionID, "ends", terminal)
+			s.wantStates(t, v, allowed)
+			// The api function registered this deployment's revision at its
+			// cold start and started the action on its version (issue 15).
+			d, err := s.sfn.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(s.engine.ExecutionArn(string(noop.ActionID)))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := aws.ToString(d.StateMachineVersionArn), s.engine.StateMachineArn()+":1"; got != want || v.Revision == "" {
+				t.Fatalf("the action ran on %q (revision %q), want the deployment's version %s", got, v.Revision, want)
+			}
 		})
 		t.Run("allow a tool Lambda, its large result in S3", func(t *testing.T) {
 			v := agent.waitAction(tool.ActionID, "ends", terminal)

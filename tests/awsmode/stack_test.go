@@ -101,10 +101,8 @@ func functionEnv(name, table, stateMachineARN string) (map[string]string, error)
 		"LIFECYCLE_REVIEWER":           "builtin",
 		"LIFECYCLE_TOOL_FUNCTION_ARNS": functionARN(toolName),
 		"LIFECYCLE_STATE_MACHINE_ARN":  stateMachineARN,
-		// The test's engine publishes no version: the api and recover
-		// functions start actions on the machine itself.
 		"LIFECYCLE_STATE_MACHINE_ALIAS_ARN":   stateMachineARN + ":live",
-		"LIFECYCLE_STATE_MACHINE_VERSION_ARN": stateMachineARN + ":1",
+		"LIFECYCLE_STATE_MACHINE_VERSION_ARN": stateMachineARN + ":1", // published first by the stack below
 		"LIFECYCLE_LOG_GROUPS":                "api=/aws/lambda/api,states=/aws/vendedlogs/states/action-lifecycle",
 		"LIFECYCLE_JWT_ISSUER":                issuer,
 		"LIFECYCLE_JWT_AUDIENCE":              audience,
@@ -345,6 +343,17 @@ func newStack(t *testing.T) *stack {
 		db.Close()
 	})
 	s.sfn = sfn.New(sfn.Options{Region: region, BaseEndpoint: aws.String(s.sfnURL), Credentials: static()})
+	// The deployment publishes a version of the machine, as the CDK stack
+	// does; the api and recover functions register its revision at cold
+	// start and start actions on that version.
+	pub, err := s.sfn.PublishStateMachineVersion(ctx, &sfn.PublishStateMachineVersionInput{
+		StateMachineArn: aws.String(eng.StateMachineArn()), Description: aws.String("this deployment")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := aws.ToString(pub.StateMachineVersionArn), eng.StateMachineArn()+":1"; got != want {
+		t.Fatalf("published %s, the functions are told %s", got, want)
+	}
 
 	if err := <-built; err != nil {
 		t.Fatal(err)
