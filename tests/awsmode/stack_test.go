@@ -94,13 +94,13 @@ func functionEnv(name, table, stateMachineARN string) (map[string]string, error)
 		return nil, fmt.Errorf("testdata/function-env.json has no entry for %s", name)
 	}
 	values := map[string]string{
-		"LIFECYCLE_TABLE":              table,
-		"LIFECYCLE_BLOB_BUCKET":        bucket,
-		"LIFECYCLE_EVENT_BUS":          bus,
-		"LIFECYCLE_LOG_LEVEL":          "info",
-		"LIFECYCLE_REVIEWER":           "builtin",
-		"LIFECYCLE_TOOL_FUNCTION_ARNS": functionARN(toolName),
-		"LIFECYCLE_STATE_MACHINE_ARN":  stateMachineARN,
+		"LIFECYCLE_TABLE":                     table,
+		"LIFECYCLE_BLOB_BUCKET":               bucket,
+		"LIFECYCLE_EVENT_BUS":                 bus,
+		"LIFECYCLE_LOG_LEVEL":                 "info",
+		"LIFECYCLE_REVIEWER":                  "builtin",
+		"LIFECYCLE_TOOL_FUNCTION_ARNS":        functionARN(toolName),
+		"LIFECYCLE_STATE_MACHINE_ARN":         stateMachineARN,
 		"LIFECYCLE_STATE_MACHINE_ALIAS_ARN":   stateMachineARN + ":live",
 		"LIFECYCLE_STATE_MACHINE_VERSION_ARN": stateMachineARN + ":1", // published first by the stack below
 		"LIFECYCLE_LOG_GROUPS":                "api=/aws/lambda/api,states=/aws/vendedlogs/states/action-lifecycle",
