@@ -368,11 +368,36 @@ func (s *stack) waitAction(token string, id ids.ActionID) httpapi.ActionView {
 		var v httpapi.ActionView
 		r.decode(s.t, &v)
 		if v.Receipt != nil && v.States.Delivery == lifecycle.DeliveryProjected {
+			s.settled(id, deadline)
 			return v
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("action %s did not finish: %+v", id, v.States)
 		}
+	}
+}
+
+// settled waits until the action's state machine has recorded its own end:
+// the engine writes the execution's final status after the Project step
+// returned, so a test that counts writes after an action was projected
+// would otherwise see that write as its own.
+func (s *stack) settled(id ids.ActionID, deadline time.Time) {
+	s.t.Helper()
+	if s.es == nil {
+		return
+	}
+	for {
+		st, err := s.es.SFNClient.Status(context.Background(), id)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if st != "RUNNING" {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the state machine of %s still runs after its projection", id)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
