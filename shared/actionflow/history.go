@@ -30,7 +30,7 @@ func (h History) Before(ctx context.Context, a Action, limit int) ([]Action, err
 	}
 	var out []Action
 	for _, it := range page.Items {
-		prior, err := decode[Action](it, "action")
+		prior, err := decodeAction(it)
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +50,7 @@ func (h History) Before(ctx context.Context, a Action, limit int) ([]Action, err
 func (h History) EachOfSession(ctx context.Context, session ids.SessionID, fn func(Action) error) error {
 	return store.EachInIndex(ctx, h.Store, store.IndexSession, sessionPK(session), store.QueryOptions{SKPrefix: "ACTION#", Limit: store.MaxLimit},
 		func(it store.Item) error {
-			a, err := decode[Action](it, "action")
+			a, err := decodeAction(it)
 			if err != nil {
 				return err
 			}
