@@ -19,7 +19,6 @@ import (
 	"github.com/openprogram/lifecycle/shared/audit"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/ids"
-	"github.com/openprogram/lifecycle/shared/policystore"
 )
 
 // Client talks to one API endpoint with one token.
@@ -227,13 +226,13 @@ func (c *Client) Tools(ctx context.Context, session ids.SessionID) (v httpapi.To
 }
 
 // Policy reads a session's policy.
-func (c *Client) Policy(ctx context.Context, session ids.SessionID) (v policystore.Document, err error) {
+func (c *Client) Policy(ctx context.Context, session ids.SessionID) (v httpapi.PolicyView, err error) {
 	_, err = c.do(ctx, "GET", "/v1/sessions/"+esc(string(session))+"/policy", nil, nil, &v)
 	return v, err
 }
 
 // PutPolicy replaces a session's policy at expected version.
-func (c *Client) PutPolicy(ctx context.Context, session ids.SessionID, body httpapi.PolicyBody) (v policystore.Document, err error) {
+func (c *Client) PutPolicy(ctx context.Context, session ids.SessionID, body httpapi.PolicyBody) (v httpapi.PolicyView, err error) {
 	_, err = c.do(ctx, "PUT", "/v1/sessions/"+esc(string(session))+"/policy", nil, body, &v)
 	return v, err
 }

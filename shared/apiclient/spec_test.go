@@ -26,7 +26,9 @@ import (
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/apiclient"
+	"github.com/openprogram/lifecycle/shared/audit"
 	"github.com/openprogram/lifecycle/shared/httpapi"
+	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/process"
@@ -225,6 +227,9 @@ func (s *spec) example(sch map[string]any, depth int) any {
 		if sch["format"] == "date-time" {
 			return "2026-01-02T03:04:05Z"
 		}
+		if sch["contentEncoding"] == "base64" {
+			return "czE=" // "s1"
+		}
 		return "s1"
 	}
 	return map[string]any{"any": "value"} // free-form (arguments, payloads)
@@ -408,6 +413,33 @@ func clientCalls() []clientCall {
 				err = nil
 			}
 			return got, err
+		}},
+		{method: "Client.Audit", call: func(ctx context.Context, c *apiclient.Client, _ apiclient.Host) (any, error) {
+			return c.Audit(ctx, "ses_1", 4, 100)
+		}},
+		{method: "Client.AuditAll", mirror: func(a any) any { return a.(map[string]any)["entries"].([]any)[0] },
+			call: func(ctx context.Context, c *apiclient.Client, _ apiclient.Host) (any, error) {
+				var got audit.Entry
+				stop := errors.New("first entry")
+				err := c.AuditAll(ctx, "ses_1", func(e audit.Entry) error { got = e; return stop })
+				if errors.Is(err, stop) {
+					err = nil
+				}
+				return got, err
+			}},
+		{method: "Client.ReplayPolicy", call: func(ctx context.Context, c *apiclient.Client, _ apiclient.Host) (any, error) {
+			since := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+			return c.ReplayPolicy(ctx, "ses_1", httpapi.ReplayBody{Policy: json.RawMessage(`{"rules":[]}`), Since: &since})
+		}},
+		{method: "Client.ReplayPolicyAll", call: func(ctx context.Context, c *apiclient.Client, _ apiclient.Host) (any, error) {
+			since := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+			return c.ReplayPolicyAll(ctx, httpapi.ReplayBody{Policy: json.RawMessage(`{"rules":[]}`), Since: &since, Sessions: []ids.SessionID{"ses_1"}})
+		}},
+		{method: "Client.Replay", call: func(ctx context.Context, c *apiclient.Client, _ apiclient.Host) (any, error) {
+			return c.Replay(ctx, "rpl_1")
+		}},
+		{method: "Client.Revisions", call: func(ctx context.Context, c *apiclient.Client, _ apiclient.Host) (any, error) {
+			return c.Revisions(ctx, "ses_1")
 		}},
 		{method: "Client.Questions", mirror: field("questions"), call: func(ctx context.Context, c *apiclient.Client, _ apiclient.Host) (any, error) {
 			return c.Questions(ctx, "ses_1", "all")
