@@ -19,7 +19,10 @@ type Opener func(t *testing.T) store.Store
 // Run runs the whole contract suite.
 func Run(t *testing.T, open Opener) {
 	RunSequential(t, open)
-	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, open) })
+	t.Run("Concurrency", func(t *testing.T) {
+		testConcurrency(t, open)
+		t.Run("Chain", func(t *testing.T) { testChainParallel(t, open) })
+	})
 }
 
 // RunSequential runs every part of the suite that issues one request at a
