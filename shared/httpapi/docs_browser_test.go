@@ -109,6 +109,11 @@ func TestDocsPageListsEveryOperationOffline(t *testing.T) {
 		sel := `document.querySelector('[data-section-id=` + jsString(id) + `]')`
 		eval[bool](p, sel+`.scrollIntoView(), true`)
 		p.waitJS("the operations of "+id, sel+`.innerText.includes("Operations") && `+sel+`.querySelectorAll("a[href]").length > 1`)
+		// A tag with many operations lists a few and a "Show N more..."
+		// control: open it.
+		more := `Array.from(` + sel + `.querySelectorAll("*")).filter(e => e.children.length === 0 && /^Show \d+ more/.test((e.textContent || "").trim()))`
+		eval[bool](p, more+`.forEach(e => e.click()), true`)
+		p.waitJS("every operation of "+id, more+`.length === 0`)
 		// An operation's entry is a link whose text is its method, then its path.
 		entries := eval[[]string](p, `Array.from(`+sel+`.querySelectorAll("a[href]")).map(a => a.innerText.trim().split(/\s+/).join(" ")).filter(s => /^(GET|PUT|POST|DELETE|PATCH) \//.test(s))`)
 		for _, e := range entries {
