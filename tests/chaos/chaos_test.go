@@ -428,7 +428,7 @@ func (s *server) startLocked() error {
 			fmt.Fprintln(errf, "stdout: "+line)
 			f := strings.Fields(line)
 			switch {
-			case len(f) >= 2 && f[0] == "API":
+			case len(f) >= 2 && f[0] == "API" && strings.HasPrefix(f[1], "http"):
 				base = strings.TrimSuffix(f[1], "/v1")
 			case len(f) >= 3 && f[0] == "Human" && f[1] == "token":
 				human = f[2]

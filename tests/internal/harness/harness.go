@@ -175,7 +175,7 @@ func StartServe(t testing.TB, session string) *Serve {
 			fmt.Fprintln(logf, "stdout: "+line)
 			f := strings.Fields(line)
 			switch {
-			case len(f) >= 2 && f[0] == "API" && s.Base == "":
+			case len(f) >= 2 && f[0] == "API" && strings.HasPrefix(f[1], "http") && s.Base == "":
 				s.Base = strings.TrimSuffix(f[1], "/v1")
 			case len(f) >= 3 && f[0] == "Human" && f[1] == "token" && s.Human == "":
 				s.Human = f[2]
