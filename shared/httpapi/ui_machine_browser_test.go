@@ -224,8 +224,20 @@ func TestUIMachine(t *testing.T) {
 			tc.check(p, v)
 
 			// The history: every event a row; an entered state's input expands.
-			if n := eval[int](p, `document.querySelectorAll("#events tbody tr").length`); n != v.EventCount {
-				p.fail("%d history rows for %d events", n, v.EventCount)
+			// A running execution may still record events after the state the
+			// test waited for (a callback Task's invocation returns after its
+			// wait began): the view re-reads while it runs, so compare with the
+			// API's count until both settle.
+			for deadline := time.Now().Add(15 * time.Second); ; {
+				n := eval[int](p, `document.querySelectorAll("#events tbody tr").length`)
+				cur := s.machineOf(human, a.ActionID, "?page_size=1000")
+				if n == cur.EventCount {
+					break
+				}
+				if time.Now().After(deadline) {
+					p.fail("%d history rows for %d events", n, cur.EventCount)
+				}
+				time.Sleep(250 * time.Millisecond)
 			}
 			first := `#events tbody tr[data-event-id="` + strconv.FormatInt(v.Path[len(v.Path)-1].EnteredEventID, 10) + `"]`
 			p.click(first + ` details summary`)
