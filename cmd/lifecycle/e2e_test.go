@@ -196,6 +196,24 @@ func (s *serveStack) settled(token string, id ids.ActionID, within time.Duration
 	}
 }
 
+// projected waits until the action's outcome is projected (an ask whose
+// approval was cancelled is settled before its action is closed).
+func (s *serveStack) projected(token string, id ids.ActionID, within time.Duration) (httpapi.ActionView, error) {
+	deadline := time.Now().Add(within)
+	for {
+		var v httpapi.ActionView
+		if _, err := s.do("GET", "/v1/actions/"+string(id)+"?wait=5", token, nil, &v, nil); err != nil {
+			return v, err
+		}
+		if v.States.Delivery == lifecycle.DeliveryProjected {
+			return v, nil
+		}
+		if time.Now().After(deadline) {
+			return v, fmt.Errorf("action %s not projected after %s: %+v", id, within, v.States)
+		}
+	}
+}
+
 // bashAction submits a Bash command as the agent of session and waits for
 // it to settle (the permission decided and, unless it is an ask waiting for
 // a human, the outcome); it returns the whole action (decision, start

@@ -159,7 +159,7 @@ func TestEndAnExecutionThroughTheAPI(t *testing.T) {
 	}
 
 	// The pending approval was cancelled and its action never ran.
-	got, err := s.settled(agent, waiting, 60*time.Second)
+	got, err := s.projected(agent, waiting, 60*time.Second)
 	if err != nil || got.States.Outcome != lifecycle.OutcomeNotStarted || got.Approval == nil || got.Approval.Status != actionflow.ApprovalCancelled {
 		t.Fatalf("waiting action: %+v %+v %v", got.States, got.Approval, err)
 	}
@@ -309,7 +309,7 @@ func TestIterationLimitThroughTheAPI(t *testing.T) {
 	}
 	// The pending approval of the ended execution was cancelled; the
 	// history is kept (the first call's receipt is still there).
-	if v, err := s.settled(agent, waiting, 60*time.Second); err != nil || v.Approval == nil || v.Approval.Status != actionflow.ApprovalCancelled ||
+	if v, err := s.projected(agent, waiting, 60*time.Second); err != nil || v.Approval == nil || v.Approval.Status != actionflow.ApprovalCancelled ||
 		v.States.Outcome != lifecycle.OutcomeNotStarted {
 		t.Fatalf("waiting call: %+v %+v %v", v.States, v.Approval, err)
 	}
