@@ -47,8 +47,13 @@ func (s *stack) waitMachine(token string, id ids.ActionID, what string, ok func(
 		if time.Now().After(deadline) {
 			s.t.Fatalf("machine of %s: never %s; last %s at %+v", id, what, v.Status, v.Current)
 		}
+		// Fire the retry delays (at most MaxDelaySeconds, 20 s), never a
+		// task's own timeout (900 s): that would turn a dispatch still in
+		// flight on a loaded machine into States.Timeout.
 		for _, c := range clock {
-			c.AdvanceToNext()
+			if due, ok := c.NextDue(); ok && due.Sub(c.Now()) <= 21*time.Second {
+				c.AdvanceToNext()
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
