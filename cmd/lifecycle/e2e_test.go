@@ -181,35 +181,32 @@ func (s *serveStack) submit(session ids.SessionID, token, tool string, args any)
 // settled waits (long-polling GET /v1/actions/{id}) until the action is
 // projected or parked on an ask, for at most within.
 func (s *serveStack) settled(token string, id ids.ActionID, within time.Duration) (httpapi.ActionView, error) {
-	deadline := time.Now().Add(within)
-	for {
-		var v httpapi.ActionView
-		if _, err := s.do("GET", "/v1/actions/"+string(id)+"?wait=5", token, nil, &v, nil); err != nil {
-			return v, err
-		}
-		if v.States.Delivery == lifecycle.DeliveryProjected || (v.States.Permission == lifecycle.PermissionAsk && v.Approval != nil) {
-			return v, nil
-		}
-		if time.Now().After(deadline) {
-			return v, fmt.Errorf("action %s not settled after %s: %+v", id, within, v.States)
-		}
-	}
+	return s.waitAction(token, id, within, "settled", func(v httpapi.ActionView) bool {
+		return v.States.Delivery == lifecycle.DeliveryProjected || (v.States.Permission == lifecycle.PermissionAsk && v.Approval != nil)
+	})
 }
 
 // projected waits until the action's outcome is projected (an ask whose
 // approval was cancelled is settled before its action is closed).
 func (s *serveStack) projected(token string, id ids.ActionID, within time.Duration) (httpapi.ActionView, error) {
+	return s.waitAction(token, id, within, "projected", func(v httpapi.ActionView) bool {
+		return v.States.Delivery == lifecycle.DeliveryProjected
+	})
+}
+
+// waitAction long-polls the action until done says so, for at most within.
+func (s *serveStack) waitAction(token string, id ids.ActionID, within time.Duration, what string, done func(httpapi.ActionView) bool) (httpapi.ActionView, error) {
 	deadline := time.Now().Add(within)
 	for {
 		var v httpapi.ActionView
 		if _, err := s.do("GET", "/v1/actions/"+string(id)+"?wait=5", token, nil, &v, nil); err != nil {
 			return v, err
 		}
-		if v.States.Delivery == lifecycle.DeliveryProjected {
+		if done(v) {
 			return v, nil
 		}
 		if time.Now().After(deadline) {
-			return v, fmt.Errorf("action %s not projected after %s: %+v", id, within, v.States)
+			return v, fmt.Errorf("action %s not %s after %s: %+v", id, what, within, v.States)
 		}
 	}
 }
