@@ -4,13 +4,19 @@
 // (auth.GatewayClaims). API Gateway cannot stream, so the events route
 // answers JSON batches, and long polls stay under the 29 s integration
 // limit. /mcp is the MCP gateway, stateless (JSON responses, no sessions).
+//
+// A stored policy is checked as `lifecycle serve` checks it: sandbox paths
+// that open a credential store under the host workers' home
+// (LIFECYCLE_HOST_HOME, optional) are refused with a 400 (policyStore).
 package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -28,6 +34,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/permission"
 	"github.com/openprogram/lifecycle/shared/policystore"
 	"github.com/openprogram/lifecycle/shared/replay"
+	"github.com/openprogram/lifecycle/shared/store"
 )
 
 func main() {
@@ -37,7 +44,6 @@ func main() {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
-	policies := policystore.New(d.Store, httpapi.ValidatePermissionPolicy, policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)))
 	catalog := append([]permission.ToolSpec(nil), hosttools.Specs...)
 	for _, arn := range d.Env.ToolFunctionARNs {
 		catalog = append(catalog, permission.ToolSpec{Name: arn[strings.LastIndex(arn, ":")+1:]})
@@ -49,16 +55,23 @@ func main() {
 		slog.Error("configuration", "error", err)
 		os.Exit(1)
 	}
-	commands := httpapi.ControlService{Service: ctl}
-	tools := httpapi.PermissionTools{Policies: policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy},
-		Default: decider.DefaultPolicy(), Catalog: catalog}
-	// Policy replay: the permission engine as the authorize function builds
-	// it (lexical paths), in the same trusted context.
+	// Policy replay and the policy check: the permission engine as the
+	// authorize function builds it (lexical paths, no host state directory),
+	// in the same trusted context.
 	eng, err := permission.NewEngine(permission.Config{})
 	if err != nil {
 		slog.Error("wiring", "error", err)
 		os.Exit(1)
 	}
+	home, err := hostHome(os.Getenv("LIFECYCLE_HOST_HOME"))
+	if err != nil {
+		slog.Error("configuration", "error", err)
+		os.Exit(1)
+	}
+	policies := policyStore(d.Store, eng, home)
+	commands := httpapi.ControlService{Service: ctl}
+	tools := httpapi.PermissionTools{Policies: policystore.Parsed[*permission.Policy]{Store: policies, Parse: permission.ParsePolicy},
+		Default: decider.DefaultPolicy(), Catalog: catalog}
 	dec := &decider.Decider{Engine: eng, ProjectRoot: d.Env.ProjectRoot, WorkingDir: d.Env.ProjectRoot}
 	replays, err := replay.New(replay.Config{Engine: eng, Context: dec.Trusted, Actions: actionflow.History{Store: d.Store}, Store: d.Store})
 	if err != nil {
@@ -93,4 +106,26 @@ func handler(cfg httpapi.Config) (http.Handler, error) {
 	mux.Handle(mcpgateway.Path, gw)
 	mux.Handle("/", api)
 	return mux, nil
+}
+
+// policyStore stores session policies checked as `lifecycle serve` checks
+// them (httpapi.PermissionPolicyValidator): a policy whose sandbox paths
+// open a protected path is refused with a 400 naming the setting, the
+// path and the protected path, instead of being stored and then refusing
+// every host call. A Lambda has no host state directory (the service's
+// state is DynamoDB and S3, which no sandbox path reaches), so the
+// protected paths are the credential stores under home, the home of the
+// user the host workers run as ("" when unknown: the stores are still
+// refused by name anywhere, and writable home directories under /home,
+// /Users and /root, by permission.ParsePolicy).
+func policyStore(st store.Store, eng *permission.Engine, home string) *policystore.Store {
+	return policystore.New(st, httpapi.PermissionPolicyValidator(eng, home), policystore.WithDefault(json.RawMessage(decider.DefaultPolicyDoc)))
+}
+
+// hostHome is LIFECYCLE_HOST_HOME: empty, or an absolute clean path.
+func hostHome(v string) (string, error) {
+	if v != "" && (!path.IsAbs(v) || path.Clean(v) != v || v == "/") {
+		return "", fmt.Errorf("LIFECYCLE_HOST_HOME=%q: want the absolute home directory of the user the host workers run as", v)
+	}
+	return v, nil
 }
