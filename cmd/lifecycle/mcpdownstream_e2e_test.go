@@ -89,12 +89,16 @@ func visibleTools(t *testing.T, s *serveStack, token string) map[string]httpapi.
 
 func TestDownstreamMCPServerEverything(t *testing.T) {
 	bin := everythingServer(t)
+	wire := filepath.Join(t.TempDir(), "watched-requests.jsonl")
 	cfg := writeServers(t, map[string]any{"servers": map[string]any{
 		"everything": map[string]any{"command": bin, "args": []string{"stdio"}},
 		// The same server with a 1 s call deadline.
 		"hasty": map[string]any{"command": bin, "args": []string{"stdio"}, "timeout_seconds": 1},
 		// A server that cannot start: serve runs without its tools.
 		"broken": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-server")},
+		// The same server behind tee: the test reads every request it got.
+		"watched": map[string]any{"command": "sh", "args": []string{"-c", `tee -a "$MCP_WIRE" | exec "$0" stdio`, bin},
+			"env": map[string]string{"MCP_WIRE": wire}},
 	}})
 	s := startServeStack(t, func(o *serveOptions) { o.mcpServers = cfg })
 	agent := s.agent(t, s.session)
@@ -156,10 +160,50 @@ func TestDownstreamMCPServerEverything(t *testing.T) {
 		}
 	})
 
-	t.Run("a call the server rejects is a failed receipt, not a success", func(t *testing.T) {
-		v := call(t, "mcp__everything__echo", map[string]any{"text": "the wrong field"})
-		if v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeFailed || !strings.Contains(v.Receipt.Output+v.Receipt.Error, "message") {
-			t.Fatalf("receipt %+v", v.Receipt)
+	// Issue 13: a downstream tool's arguments are checked against its
+	// input schema when the call is prepared, as a built-in tool's are
+	// against its contract: a bad call ends not_started, invalid_arguments,
+	// the field named, no start evidence, and never reaches the server.
+	t.Run("arguments the input schema refuses never reach the server", func(t *testing.T) {
+		s.setPolicy(t, `{"version":"allow-5","allow":["mcp__watched"]}`)
+		for _, tc := range []struct {
+			name, tool string
+			args       map[string]any
+			field      string // the field named
+			problem    string // in its problem
+		}{
+			{"a required field missing", "mcp__watched__echo", map[string]any{"text": "the wrong field"}, "message", "required"},
+			{"a field of the wrong type", "mcp__watched__echo", map[string]any{"message": 42}, "message", `want "string"`},
+			{"a number given as a string", "mcp__watched__get-sum", map[string]any{"a": "one", "b": 2}, "a", `want "number"`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				v := call(t, tc.tool, tc.args)
+				rc := v.Receipt
+				if rc == nil || v.States.Outcome != lifecycle.OutcomeNotStarted || v.States.Started || v.Start != nil || rc.ErrorCode != "invalid_arguments" {
+					t.Fatalf("states %+v start %+v receipt %+v", v.States, v.Start, rc)
+				}
+				if v.Decision == nil || v.Decision.Reason.Code != "invalid_arguments" {
+					t.Fatalf("decision %+v", v.Decision)
+				}
+				named := false
+				for _, p := range rc.Validation {
+					named = named || (p.Field == tc.field && strings.Contains(p.Problem, tc.problem))
+				}
+				if !named {
+					t.Fatalf("validation %+v does not name %s (%s)", rc.Validation, tc.field, tc.problem)
+				}
+			})
+		}
+		if n := strings.Count(readFile(t, wire), `"method":"tools/call"`); n != 0 {
+			t.Fatalf("the server got %d tools/call requests for calls its schema refuses", n)
+		}
+		// The same server answers a valid call, and the wire shows it.
+		v := call(t, "mcp__watched__get-sum", map[string]any{"a": 2, "b": 3})
+		if v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeSucceeded || !strings.Contains(v.Receipt.Output, "5") {
+			t.Fatalf("a valid call: receipt %+v", v.Receipt)
+		}
+		if n := strings.Count(readFile(t, wire), `"method":"tools/call"`); n != 1 {
+			t.Fatalf("the server got %d tools/call requests, want the valid one", n)
 		}
 	})
 
@@ -337,4 +381,13 @@ func TestDownstreamCallInterruptedByRestart(t *testing.T) {
 	if v.Receipt == nil || v.Receipt.Outcome != lifecycle.OutcomeUnknown || v.Start == nil || v.Receipt.Reconciliation == "" {
 		t.Fatalf("after the restart: receipt %+v start %+v", v.Receipt, v.Start)
 	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

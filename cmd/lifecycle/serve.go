@@ -188,6 +188,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	var downstreamStatus []mcpdownstream.Status
 	var mcpRoutes executor.Routes
 	var mcpExecutors map[string]actionflow.Executor
+	var contracts identity.Contracts
 	if len(mcpCfg.Servers) > 0 {
 		downstream, downstreamStatus = mcpdownstream.Start(ctx, mcpCfg, mcpdownstream.Options{Logger: log})
 		defer func() {
@@ -198,12 +199,15 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 		catalog = append(catalog, downstream.Specs()...)
 		mcpRoutes = downstream.Routes()
 		mcpExecutors = map[string]actionflow.Executor{mcpdownstream.Kind: downstream}
+		// A downstream call is checked against its tool's input schema when
+		// prepared, as a built-in tool is against its contract.
+		contracts = downstream.Contracts(identity.Builtin)
 	}
 	var policies *policystore.Store
 	var live policystore.Parsed[*permission.Policy]
 	var dec *decider.Decider
 	es, err := embedded.Start(ctx, embedded.Config{
-		Routes: mcpRoutes, Executors: mcpExecutors,
+		Routes: mcpRoutes, Executors: mcpExecutors, Contracts: contracts,
 		StateDir: stateDir, Workspace: ws, Logger: log, RestartWindow: window, SweepInterval: o.sweep,
 		RevisionPolicy: o.revisionPolicy,
 		NewDecider: func(st store.Store) (actionflow.Decider, error) {

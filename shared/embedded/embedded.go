@@ -22,6 +22,7 @@ import (
 	"github.com/openprogram/lifecycle/shared/executor"
 	"github.com/openprogram/lifecycle/shared/hosttools"
 	"github.com/openprogram/lifecycle/shared/hostworker"
+	"github.com/openprogram/lifecycle/shared/identity"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/modelreq"
 	"github.com/openprogram/lifecycle/shared/policystore"
@@ -60,6 +61,10 @@ type Config struct {
 	Routes executor.Routes
 	// Executors add to the built-in ones (noop).
 	Executors map[string]actionflow.Executor
+	// Contracts are the tool contracts calls are checked against when
+	// prepared (nil: identity.Builtin); serve adds the downstream MCP
+	// tools' input schemas (mcpdownstream.Pool.Contracts).
+	Contracts identity.Contracts
 	// Store, if set, is used instead of opening StateDir/state.db (benchmarks
 	// wrap it to meter usage). The stack does not close it.
 	Store store.Store
@@ -260,7 +265,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	s.Service, err = actionflow.New(actionflow.Config{
 		Revisions: &sfnclient.Revisions{Client: s.SFNClient, Registry: registry}, RevisionPolicy: cfg.RevisionPolicy,
-		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors,
+		Store: s.Store, Decider: cfg.Decider, Router: routes, Executors: executors, Contracts: cfg.Contracts,
 		RunWork: actionflow.RunClosers{models, s.Processes},
 		Starter: s.SFNClient, Tasks: s.SFNClient, Publisher: s.Bus,
 		Blobs: blobstore.Dir{Root: filepath.Join(cfg.StateDir, "blobs")}, Logger: cfg.Logger,

@@ -33,6 +33,14 @@
 //
 // # A call
 //
+// When the call is prepared, before any permission decision, its
+// arguments are checked against the tool's input schema (Contracts: one
+// identity.Contract per listed tool, validated with
+// github.com/google/jsonschema-go), as a built-in tool's are against its
+// contract: a call the schema refuses ends not_started with
+// invalid_arguments and the fields named, and nothing is sent. A schema
+// that cannot be resolved (a remote $ref) is left to the server.
+//
 // Before start evidence, dispatch asks Ready (actionflow.Readier): a live
 // session answers a ping; a dead one (process exited, connection closed,
 // ping unanswered) is replaced by a new connection (a stdio server is
