@@ -14,7 +14,8 @@
 // without a trustworthy result once the machine ended is sealed unknown
 // (reconciliation required) and never re-dispatched; a machine that never
 // started is started (nothing was dispatched, and the start is idempotent
-// by name); a durable approval decision or host result whose SendTask* was
+// by name), unless its execution's revision policy blocks it: then it is
+// held (reported "held", nothing started) until Continue; a durable approval decision or host result whose SendTask* was
 // lost is sent again; a host task claimed by the in-process worker of an
 // earlier process (start evidence, no result: that worker died with its
 // process) has its dispatch wait answered unknown at once, so the first

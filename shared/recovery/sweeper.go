@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -72,10 +73,18 @@ func New(cfg Config) (*Sweeper, error) {
 type Did string
 
 const (
-	// Left: nothing to do (its machine is running it, or it is done).
+	// Left: nothing to do (its machine is running it, or it is done, or
+	// a revision block already holds it: only Continue starts it).
 	Left Did = "left"
 	// Started: its machine was never started; started now (idempotent by name).
 	Started Did = "started"
+	// Held: its machine was never started, and starting it now found its
+	// execution blocked by its revision policy (an incompatible or
+	// unavailable revision): nothing started; the action was added to the
+	// revision block's held actions and the execution paused with the
+	// differences. Continue (after a compatible deployment, or a policy
+	// change) starts it.
+	Held Did = "held"
 	// Rebuilt: the receipt was sealed but not folded; the checkpoint was
 	// rebuilt from the receipt, then the projection replayed.
 	Rebuilt Did = "rebuilt"
@@ -219,7 +228,8 @@ func (s *Sweeper) OnStatusChange(ctx context.Context, name, status string) {
 //
 //	receipt, not in the checkpoint      → rebuild the checkpoint from the receipt, project (never an executor)
 //	receipt and checkpoint, not projected → replay the projection only
-//	no receipt, machine never started   → start it (idempotent by name; nothing was dispatched)
+//	no receipt, machine never started   → start it (idempotent by name; nothing was dispatched);
+//	                                      a revision block holds it instead (Held: not started)
 //	no receipt, machine running         → leave it, except: resend a durable approval decision
 //	                                      or host result whose completion was lost; answer
 //	                                      unknown the wait of a host task whose worker died
@@ -317,10 +327,27 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 	switch ms {
 	case MachineNone:
 		if a.Start == nil {
+			// Starting selects the revision first (actionflow's
+			// startOnRevision): a revision block holds the action instead
+			// of starting it, which is not a start.
+			before, err := heldByRevision(ctx, flow, a)
+			if err != nil {
+				return rep, err
+			}
 			if err := flow.StartAction(ctx, a); err != nil {
 				return rep, err
 			}
-			rep.Did = Started
+			held, err := heldByRevision(ctx, flow, a)
+			switch {
+			case err != nil:
+				return rep, err
+			case held && before:
+				return rep, nil // held already; nothing changed
+			case held:
+				rep.Did = Held
+			default:
+				rep.Did = Started
+			}
 			return rep, nil
 		}
 		// Start evidence without any machine: seal from the evidence.
@@ -414,4 +441,18 @@ func orNone(s string) string {
 // itself any more.
 func ended(st actionflow.ExecutionStatus) bool {
 	return st == actionflow.ExecCompleted || st == actionflow.ExecFailed || st == actionflow.ExecCancelled
+}
+
+// heldByRevision reports whether a's execution is paused by a revision
+// block that holds a (its machine waits for Continue, not started).
+func heldByRevision(ctx context.Context, flow *actionflow.Service, a actionflow.Action) (bool, error) {
+	e, err := flow.GetExecution(ctx, a.ExecutionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return e.Status == actionflow.ExecPaused && e.PauseOwner == actionflow.PauseByRevision &&
+		e.RevisionBlock != nil && slices.Contains(e.RevisionBlock.Held, a.ActionID), nil
 }
