@@ -411,5 +411,5 @@ func (d Direct) ProcessRecover(ctx context.Context, sup process.Supervisor, runn
 	if d.Processes == nil {
 		return nil, errors.New("host: no process service")
 	}
-	return d.Processes.Recover(ctx, sup, running, d.Session)
+	return d.Processes.Recover(ctx, sup, running, d.Session, "")
 }

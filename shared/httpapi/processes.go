@@ -153,7 +153,9 @@ func (h *api) hostProcessStart(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	a := c.t.Action
 	rec, err := h.procs.Start(r.Context(), process.Record{ProcessID: b.ProcessID, SessionID: a.SessionID, ExecutionID: a.ExecutionID,
-		ActionID: a.ActionID, Command: b.Command, Description: b.Description, Supervisor: b.Supervisor, PID: b.PID})
+		ActionID: a.ActionID, Command: b.Command, Description: b.Description, Supervisor: b.Supervisor, PID: b.PID,
+		// Its reports must come under the same identity (the token's).
+		RegisteredBy: c.p.Subject})
 	if err != nil {
 		return err
 	}
@@ -167,6 +169,7 @@ func (h *api) hostProcessReport(w http.ResponseWriter, r *http.Request, c *call)
 	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
 		return err
 	}
+	b.By = c.p.Subject
 	rec, err := h.procs.Report(r.Context(), c.t.Process.ProcessID, b)
 	var se *process.SupervisorError
 	var ee *process.EndedError
@@ -200,7 +203,7 @@ func (h *api) hostProcessRecover(w http.ResponseWriter, r *http.Request, c *call
 	if err := decodeBody(r, h.cfg.MaxBodyBytes, &b); err != nil {
 		return err
 	}
-	lost, err := h.procs.Recover(r.Context(), b.Supervisor, b.Running, c.t.Session)
+	lost, err := h.procs.Recover(r.Context(), b.Supervisor, b.Running, c.t.Session, c.p.Subject)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,12 @@
 // supervisor that runs it: the host worker instance that started it. Only
 // that supervisor reports its output and its end (every report names the
 // supervisor; a report from another is refused with *SupervisorError).
+// The supervisor id is not a credential (whoever reads the record sees
+// it): a record also keeps RegisteredBy, the identity that recorded it
+// (the API sets the token's subject), and a report or start-up Recover
+// under another identity is refused (*actionflow.ForbiddenError, 403) or
+// ignored, so another host token of the session cannot end, write to or
+// lose someone else's processes.
 //
 // Output is kept per stream (stdout, stderr) as the last RetainBytes
 // (256 KiB) in at most RetainChunks chunks of at most ChunkBytes: chunk n

@@ -171,7 +171,7 @@ func TestRecoverAndSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost, err := s.Recover(ctx, next, nil, "ses_a")
+	lost, err := s.Recover(ctx, next, nil, "ses_a", "")
 	if err != nil || len(lost) != 1 || lost[0] != mine.ProcessID {
 		t.Fatalf("recover of ses_a: %v %v", lost, err)
 	}

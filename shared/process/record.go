@@ -111,6 +111,13 @@ type Record struct {
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	// Supervisor is the worker instance that runs it.
 	Supervisor Supervisor `json:"supervisor"`
+	// RegisteredBy is the identity that recorded it: the subject of the
+	// token a remote supervisor used (set by the API from the verified
+	// token, never from the body); empty for the in-process worker. Only
+	// reports and start-up recoveries under the same identity touch it:
+	// the supervisor id is not a credential (any reader of the record
+	// sees it).
+	RegisteredBy string `json:"registered_by,omitempty"`
 	// PID is informational (the process group leader on its host). It is
 	// never used to send a signal: only the supervisor, which holds the
 	// process itself, signals it.

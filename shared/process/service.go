@@ -173,6 +173,10 @@ type Report struct {
 	// StopBy, with Exit, says the supervisor itself stopped the process
 	// (e.g. "worker_shutdown"): it ends stopped, not exited.
 	StopBy string `json:"stop_by,omitempty"`
+	// By is the identity the report came under (the API sets it from the
+	// verified token; empty in process): it must be the record's
+	// RegisteredBy.
+	By string `json:"-"`
 }
 
 // Report stores a supervisor's report and returns the record (its Stop
@@ -180,8 +184,11 @@ type Report struct {
 // streams' chunks (the oldest slot overwritten once a stream has
 // RetainChunks), the heartbeat moves, and an Exit ends the record: stopped
 // if a stop was requested, else exited. A report from another supervisor
-// is *SupervisorError; a report on an ended record is *EndedError (its
-// output is not stored: the record's end is final).
+// is *SupervisorError; one under another identity than the record's
+// RegisteredBy is *actionflow.ForbiddenError (checked first: the
+// supervisor id is readable by anyone who may read the record); a report
+// on an ended record is *EndedError (its output is not stored: the
+// record's end is final).
 func (s *Service) Report(ctx context.Context, id string, rep Report) (Record, error) {
 	for st, data := range rep.Output {
 		if !ValidStream(st) {
@@ -195,6 +202,10 @@ func (s *Service) Report(ctx context.Context, id string, rep Report) (Record, er
 		r, err := s.Get(ctx, id)
 		if err != nil {
 			return r, err
+		}
+		if r.RegisteredBy != rep.By {
+			return Record{}, &actionflow.ForbiddenError{Msg: fmt.Sprintf(
+				"process %s was recorded under another identity; only the supervisor that recorded it, with its own token, reports on it", id)}
 		}
 		if r.Supervisor.ID != rep.Supervisor.ID {
 			return r, &SupervisorError{ProcessID: id, Want: r.Supervisor.ID, Got: rep.Supervisor.ID}
@@ -406,8 +417,11 @@ func (s *Service) markLost(ctx context.Context, id, why string, still func(Recor
 // meanwhile. It returns the records it marked lost.
 //
 // session, if set, limits it to that session's records (a remote
-// supervisor with a session's token speaks only for that session).
-func (s *Service) Recover(ctx context.Context, sup Supervisor, running []string, session ids.SessionID) ([]string, error) {
+// supervisor with a session's token speaks only for that session); and
+// only records registered under by (RegisteredBy: the token's subject
+// over the API, "" in process) are considered, so another identity
+// naming the same Host cannot make them lost.
+func (s *Service) Recover(ctx context.Context, sup Supervisor, running []string, session ids.SessionID, by string) ([]string, error) {
 	if sup.ID == "" || sup.Host == "" {
 		return nil, &actionflow.ValidationError{Field: "supervisor", Msg: "id and host are required"}
 	}
@@ -421,7 +435,8 @@ func (s *Service) Recover(ctx context.Context, sup Supervisor, running []string,
 	}
 	var lost []string
 	for _, r := range rs {
-		if r.Supervisor.Host != sup.Host || (r.Supervisor.ID == sup.ID && (running == nil || runs[r.ProcessID])) || (session != "" && r.SessionID != session) {
+		if r.Supervisor.Host != sup.Host || (r.Supervisor.ID == sup.ID && (running == nil || runs[r.ProcessID])) || (session != "" && r.SessionID != session) ||
+			r.RegisteredBy != by {
 			continue
 		}
 		why := "its supervisor (" + r.Supervisor.ID + " on " + r.Supervisor.Host + ") is gone: the worker restarted"
