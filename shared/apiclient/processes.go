@@ -59,9 +59,16 @@ func (h Host) ProcessStart(ctx context.Context, r process.Record) (v process.Rec
 }
 
 // ProcessReport posts a supervisor's report; the API's 409s come back as
-// the process package's errors, so the supervisor acts on them alike.
+// the process package's errors, so the supervisor acts on them alike. A
+// 403 (the process was recorded under another identity than this
+// token's) is a *process.SupervisorError too: the process is not this
+// supervisor's to report on, so nobody watches it and it is stopped.
 func (h Host) ProcessReport(ctx context.Context, id string, rep process.Report) (v process.Record, err error) {
 	_, err = h.Client.do(ctx, "POST", "/v1/hosts/processes/"+esc(id)+"/report", nil, rep, &v)
+	var fe *actionflow.ForbiddenError
+	if errors.As(err, &fe) {
+		return v, &process.SupervisorError{ProcessID: id, Got: rep.Supervisor.ID, Want: "(" + fe.Msg + ")"}
+	}
 	var ce *actionflow.ConflictError
 	if errors.As(err, &ce) {
 		switch ce.Code {

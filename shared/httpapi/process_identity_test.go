@@ -2,11 +2,13 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/openprogram/lifecycle/shared/apiclient"
 	"github.com/openprogram/lifecycle/shared/auth"
 	"github.com/openprogram/lifecycle/shared/httpapi"
 	"github.com/openprogram/lifecycle/shared/process"
@@ -93,6 +95,14 @@ func TestProcessReportsAreBoundToTheRecordingIdentity(t *testing.T) {
 		t.Fatalf("stdout %+v: a refused report wrote output", got.Streams)
 	}
 
+	t.Run("the client reads the refusal as not this supervisor's (it then stops the process)", func(t *testing.T) {
+		host := apiclient.Host{Client: &apiclient.Client{BaseURL: s.url, Token: other, HTTP: s.client}}
+		_, err := host.ProcessReport(context.Background(), rec.ProcessID, process.Report{Supervisor: sup})
+		var se *process.SupervisorError
+		if !errors.As(err, &se) {
+			t.Fatalf("got %T %v", err, err)
+		}
+	})
 	t.Run("another identity's start-up report naming the host loses nothing", func(t *testing.T) {
 		if lost := recoverAs(other, process.Supervisor{ID: "sup_b1", Host: sup.Host}); len(lost) != 0 {
 			t.Fatalf("lost %v", lost)
