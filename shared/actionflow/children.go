@@ -78,8 +78,7 @@ func (s *Service) CreateChild(ctx context.Context, parent Execution, child *Exec
 	if ck != nil {
 		c := *ck
 		c.ExecutionID, c.Version, c.UpdatedAt, c.Folded = child.ExecutionID, 1, now, nil
-		k := checkpointKey(child.ExecutionID)
-		writes = append(writes, store.PutOnceWrite(store.Item{PK: k.PK, SK: k.SK, Version: 1, Body: encode(c)}), savedPointWrite(c))
+		writes = append(writes, checkpointWrites(c)...)
 	}
 	_, err = s.cfg.Store.Transact(ctx, writes)
 	var te *store.TransactError

@@ -316,7 +316,7 @@ func TestCreateChild(t *testing.T) {
 	if !errors.As(err, &pm) || pm.Expected != 1 || pm.Actual != 2 {
 		t.Fatalf("parent moved: %v", err)
 	}
-	for _, k := range []store.Key{{PK: "EXEC#exe_c2", SK: "META"}, {PK: "EXEC#exe_c2", SK: "CKPT"}, {PK: "EXEC#exe_p", SK: "CHILD#exe_c2"}} {
+	for _, k := range []store.Key{{PK: "EXEC#exe_c2", SK: "META"}, {PK: "EXEC#exe_c2", SK: "CKPT#00000000000000000001"}, {PK: "EXEC#exe_p", SK: "CHILD#exe_c2"}} {
 		if _, err := f.st.Get(ctx, k); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("%s written by a refused creation: %v", k, err)
 		}

@@ -36,10 +36,13 @@
 // parent's version, so no child appears beside a parent that moved to
 // cancelling), Children (the links, read strongly consistently),
 // StartChildTask, and the saved points: every checkpoint version is kept
-// immutably as EXEC#<id>/CKPT#<version>, put once in the same transaction
-// as the checkpoint compare-and-swap that wrote it (savedpoints.go);
-// SavedPointState reads any of them (0 is the start) and SavedPoints lists
-// them; and TransactWithEvent (a record and its event in one
+// immutably as EXEC#<id>/CKPT#<version>, and they are the checkpoint:
+// writing the next version is one put-once of its item (the
+// compare-and-swap on the version) in the transaction of the change it
+// folds, and GetCheckpoint reads the newest (one Query; a legacy head
+// item EXEC#<id>/CKPT of stores written before is read when it is newer,
+// savedpoints.go); SavedPointState reads any of them (0 is the start) and
+// SavedPoints lists them; and TransactWithEvent (a record and its event in one
 // transaction: model requests). CloseUnstarted, which every end of an
 // execution passes through (End, the iteration limit, Cancel), also has
 // Config.RunWork close the run's other open work (the RunCloser port: model
@@ -75,9 +78,12 @@
 // <action>-r<n> starts on the adopted revision and its approval step
 // completes its own wait from the approved approval), a block holds it
 // with the approval kept approved (ResendDecision does not send it).
-// The action records the revision its machine runs on; its receipt and
-// the checkpoint fold keep it (provenance); receipts sealed under an
-// older revision stay as they are and are never recomputed.
+// The action records the revision its machine runs on (for a running
+// keep_original execution already at Submit: it is the active revision,
+// which only use_latest changes, so a deployment before the start does
+// not move it); its receipt and the checkpoint fold keep it
+// (provenance); receipts sealed under an older revision stay as they are
+// and are never recomputed.
 //
 // Two durable markers on the action close races: Result (the dispatch
 // result, written by the owning attempt before the state machine hears of

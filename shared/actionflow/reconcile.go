@@ -158,28 +158,26 @@ func (s *Service) Reconcile(ctx context.Context, id ids.ActionID, req ReconcileR
 		// deterministic failure, so it spends no repeat budget.
 		ck.Reconciled++
 		ck.UpdatedAt = s.now()
-		expected := ck.Version
 		ck.Version++
-		ckKey := checkpointKey(a.ExecutionID)
-		ckW := store.CASOf(store.Item{PK: ckKey.PK, SK: ckKey.SK, Version: ck.Version, Body: encode(ck)}, expected, 0)
 
 		ev, evW := s.eventWrite(Event{Type: "action.reconciled", SessionID: a.SessionID, ExecutionID: a.ExecutionID, ActionID: a.ActionID},
 			map[string]any{"outcome": req.Outcome, "states": a.States, "reconciled_by": by, "note": req.Note,
 				"receipt_digest": rc.Digest, "tool": a.Tool})
 		ck.ExecutionID = a.ExecutionID
-		seqs, err := s.cfg.Store.Transact(ctx, []store.Write{put, actionW, ckW, evW, savedPointWrite(ck)})
+		writes := append([]store.Write{put, actionW, evW}, checkpointWrites(ck)...)
+		seqs, err := s.cfg.Store.Transact(ctx, writes)
 		var te *store.TransactError
 		var vc *store.VersionConflictError
 		switch {
 		case err == nil:
 		case errors.As(err, &te) && te.Index == 0 && errors.Is(err, store.ErrConflict):
 			continue // reconciled meanwhile: answer with the stored record
-		case errors.As(err, &vc) && i < 8:
+		case (errors.As(err, &vc) || checkpointRaceLost(err, writes)) && i < 8:
 			continue // the action or the checkpoint moved: read again
 		default:
 			return Reconciliation{}, false, fmt.Errorf("reconcile %s: %w", id, err)
 		}
-		ev = s.logged(ev, seqs[3])
+		ev = s.logged(ev, seqs[2])
 		s.logFor(&a).Info("outcome reconciled", "outcome", req.Outcome, "by", by.Subject, "receipt_digest", rc.Digest)
 		if s.cfg.Publisher != nil {
 			if perr := s.cfg.Publisher.Publish(ctx, ev); perr != nil {

@@ -147,7 +147,7 @@ func TestReconcileAppliesOnce(t *testing.T) {
 	req := actionflow.ReconcileRequest{Outcome: lifecycle.OutcomeFailed, Note: "no charge in the ledger", EvidenceRef: "blob://evidence/1"}
 
 	// The transaction fails as a whole: nothing of it is written.
-	faulty.Set(func(op string, it store.Item) bool { return it.SK == "CKPT" })
+	faulty.Set(func(op string, it store.Item) bool { return strings.HasPrefix(it.SK, "CKPT#") })
 	if _, _, err := f.svc.Reconcile(ctx, a.ActionID, req, owner); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("want unavailable, got %v", err)
 	}

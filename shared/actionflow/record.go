@@ -246,25 +246,11 @@ func (s *Service) sealReceipt(ctx context.Context, rc Receipt) (Receipt, bool, e
 	return rc, true, nil
 }
 
-// GetCheckpoint reads an execution's checkpoint (a zero checkpoint when none yet).
-func (s *Service) GetCheckpoint(ctx context.Context, id ids.ExecutionID) (Checkpoint, error) {
-	it, err := s.cfg.Store.Get(ctx, checkpointKey(id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Checkpoint{ExecutionID: id}, nil
-	}
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("get checkpoint %s: %w", id, err)
-	}
-	ck, err := decode[Checkpoint](it, "checkpoint")
-	ck.Version = it.Version
-	return ck, err
-}
-
 // foldCheckpoint folds a sealed receipt into the execution's checkpoint
-// (compare-and-swap on its version) and, in the same transaction, marks
-// the action's delivery "recorded": that mark says the checkpoint holds the
-// receipt, durably and for good (the checkpoint's own list of folded
-// actions is bounded), so recovery never folds a receipt twice. Lost races
+// (the put-once of its next version's saved point) and, in the same
+// transaction, marks the action's delivery "recorded": that mark says the
+// checkpoint holds the receipt, durably and for good (the checkpoint lists
+// no actions), so recovery never folds a receipt twice. Lost races
 // (parallel actions of one execution, a concurrent step on the action) are
 // read again and retried.
 func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Checkpoint, error) {
@@ -295,17 +281,10 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 			ck.Recorded++
 			ck.LastActionID = a.ActionID
 			ck.Revision = rc.Revision
-			ck.Folded = append(ck.Folded, a.ActionID)
-			if len(ck.Folded) > foldedBound {
-				ck.Folded = ck.Folded[len(ck.Folded)-foldedBound:]
-			}
 			ck.UpdatedAt = s.now()
 			ck.ExecutionID = a.ExecutionID
-			expected := ck.Version
 			ck.Version++
-			k := checkpointKey(a.ExecutionID)
-			writes = append(writes, store.CASOf(store.Item{PK: k.PK, SK: k.SK, Version: ck.Version, Body: encode(ck)}, expected, 0),
-				savedPointWrite(ck)) // after the CAS: a lost race reports the version conflict
+			writes = append(writes, checkpointWrites(ck)...)
 		}
 		if st != a.States {
 			next := a
@@ -318,7 +297,7 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 		}
 		_, err = s.cfg.Store.Transact(ctx, writes)
 		var vc *store.VersionConflictError
-		if errors.As(err, &vc) && i < 16 {
+		if (errors.As(err, &vc) || checkpointRaceLost(err, writes)) && i < 16 {
 			continue
 		}
 		if err != nil {

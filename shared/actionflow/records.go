@@ -27,9 +27,6 @@ func approvalKey(id ids.ActionID) store.Key {
 func executionKey(id ids.ExecutionID) store.Key {
 	return store.Key{PK: "EXEC#" + string(id), SK: "META"}
 }
-func checkpointKey(id ids.ExecutionID) store.Key {
-	return store.Key{PK: "EXEC#" + string(id), SK: "CKPT"}
-}
 func sessionPK(id ids.SessionID) string { return "SESSION#" + string(id) }
 
 // SessionStream is the session's event log stream (resumable positions for the UI).
@@ -347,10 +344,11 @@ type Checkpoint struct {
 	// Recorded counts receipts folded into this checkpoint.
 	Recorded     int64        `json:"recorded"`
 	LastActionID ids.ActionID `json:"last_action_id,omitempty"`
-	// Folded lists the most recent action ids folded in (bounded). The
-	// action's own delivery state, written in the same transaction as the
-	// fold, is what says an action was folded; this short list also covers
-	// stores written before the two were one transaction.
+	// Folded is the bounded list of action ids folded in that stores
+	// written before kept on the checkpoint's head item, carried unchanged
+	// since (never extended). The action's own delivery state, written in
+	// the same transaction as the fold, is what says an action was folded;
+	// this list covers stores written before the two were one transaction.
 	Folded         []ids.ActionID `json:"folded,omitempty"`
 	RecentFailures failures.Map   `json:"recent_failures"`
 	// Reconciled counts reconciliations of unknown outcomes folded in. They
@@ -363,9 +361,6 @@ type Checkpoint struct {
 	UpdatedAt time.Time      `json:"updated_at"`
 	Version   int64          `json:"-"`
 }
-
-// foldedBound bounds Checkpoint.Folded (every record reads and writes it).
-const foldedBound = 8
 
 func (c *Checkpoint) folded(id ids.ActionID) bool {
 	for _, f := range c.Folded {

@@ -155,6 +155,25 @@ func (s *Service) startOnRevision(ctx context.Context, a Action, in []byte) erro
 	}
 }
 
+// submitRevision is the revision a new action of e will start on when
+// that is fixed already at submission, or "" when the start must select
+// it: the active revision of a running keep_original execution. Only
+// use_latest adopts another revision, so a deployment between submission
+// and start (a new live revision) does not change it, and it is exactly
+// what selectRevision returns at the start; the action is submitted under
+// the policy the execution has then. Under use_latest (the live revision
+// may change before the start), before revisions were recorded, and for
+// an execution that is not running (paused, blocked, ending) the start
+// selects, as before. A revision that cannot be loaded when the machine
+// starts is cleared and the action held (startRecorded), as for one the
+// start selected.
+func (s *Service) submitRevision(e Execution) ids.RevisionID {
+	if s.cfg.Revisions == nil || e.ActiveRevision == "" || e.Status != ExecRunning || s.RevisionPolicyOf(e) != KeepOriginal {
+		return ""
+	}
+	return e.ActiveRevision
+}
+
 // selectRevision is the revision e's next action starts on, or the block
 // that keeps it from starting.
 func (s *Service) selectRevision(ctx context.Context, e Execution) (ids.RevisionID, *RevisionBlock, error) {

@@ -129,6 +129,9 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (Action, bool, 
 		// permission decision; an invalid call is still recorded (not_started,
 		// invalid_arguments, the details) so the model can correct it.
 		Invalid: s.checkArguments(req.Tool, req.Arguments),
+		// When the revision its machine starts on is already fixed, it is
+		// recorded now: the start then writes nothing (startRecordedOn).
+		Revision: s.submitRevision(exe),
 	}
 	// One transaction: the key's claim, the action and its
 	// "action.submitted" event exist together or not at all.

@@ -114,7 +114,7 @@ func TestSweepClassifiesFromDurableEvidence(t *testing.T) {
 		calls int // sync + host executor calls, in total
 	}{
 		{"receipt recorded, checkpoint missing: rebuilt from the receipt", func(t *testing.T, f *fixture) ids.ActionID {
-			f.faulty.Set(failing("cas", "", "/CKPT"))
+			f.faulty.Set(failing("put", "", "/CKPT#"))
 			a := f.submit(t, flowtest.ToolWrite)
 			f.drain(t) // record: receipt sealed, every fold fails -> RuntimeFailure
 			return a.ActionID

@@ -101,6 +101,33 @@ func testQuery(t *testing.T, open Opener) {
 		})
 	}
 
+	// The checkpoint read (actionflow.GetCheckpoint): one prefix matches a
+	// key and the keys that extend it; descending, limit 1, the longest
+	// (newest) comes first, and the bare key only when it is alone.
+	t.Run("a prefix that is also a key, descending, limit 1", func(t *testing.T) {
+		ck := p + "EXEC#e3"
+		newest := func() string {
+			t.Helper()
+			page, err := s.Query(ctx, ck, store.QueryOptions{SKPrefix: "CKPT", Descending: true, Limit: 1})
+			mustNil(t, err, "query")
+			if len(page.Items) != 1 {
+				t.Fatalf("%d items, want 1", len(page.Items))
+			}
+			return page.Items[0].SK
+		}
+		mustNil(t, s.PutOnce(ctx, store.Item{PK: ck, SK: "CKPT", Version: 3}), "put CKPT")
+		mustNil(t, s.PutOnce(ctx, store.Item{PK: ck, SK: "META", Version: 1}), "put META")
+		if got := newest(); got != "CKPT" {
+			t.Fatalf("newest %q, want CKPT", got)
+		}
+		for _, sk := range []string{"CKPT#00000000000000000002", "CKPT#00000000000000000010", "CKPT#00000000000000000003"} {
+			mustNil(t, s.PutOnce(ctx, store.Item{PK: ck, SK: sk, Version: 1}), "put "+sk)
+		}
+		if got := newest(); got != "CKPT#00000000000000000010" {
+			t.Fatalf("newest %q, want CKPT#00000000000000000010", got)
+		}
+	})
+
 	t.Run("paging through with After visits every item once", func(t *testing.T) {
 		for _, desc := range []bool{false, true} {
 			var got []string
