@@ -50,7 +50,7 @@ import { ReconcileCard } from "./reconcile.js";
 import { QuestionPanels, questionReceipt } from "./panels.js";
 import { mountPolicy } from "./policy.js";
 import { revisionInfo } from "./revisions.js";
-import { h, plural, short, time } from "./dom.js";
+import { h, plural, time } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const enc = encodeURIComponent;
@@ -507,7 +507,8 @@ function renderDetails(s) {
   const row = selectedRow(s);
   const own = row ? row.executions.map((e) => e.execution_id) : [];
   const key = JSON.stringify([s.selected, row, own.map((id) => s.execViews.get(id) || null),
-    [...s.commands.values()].filter((c) => own.includes(c.exec)), [...s.receipts.entries()], s.composerTarget, s.armed,
+    [...s.commands.values()].filter((c) => own.includes(c.exec)).map((c) => [c, c.child && execName(s, c.child)]),
+    [...s.receipts.entries()], s.composerTarget, s.armed,
     own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id)), s.questions.key()]);
   if (key === s.detailsKey) return;
   s.detailsKey = key;
@@ -537,7 +538,8 @@ function executionItem(s, e) {
   return h("li", { class: "execution", "data-execution-id": e.execution_id, "data-status": e.status },
     h("div", { class: "exec-head" },
       h("span", { class: "badge exec-label", "data-label": e.label, text: e.label }),
-      h("span", { class: "exec-id", title: e.execution_id, text: (e.kind || "execution") + " " + short(e.execution_id) }),
+      h("span", { class: "exec-heading", title: e.execution_id, text: execHeading(e) }),
+      origin(s, e),
       e.shared ? h("span", { class: "badge shared", title: "An earlier execution of the branch this one forked from", text: "shared" }) : null,
       s.composerTarget === e.execution_id && v && v.controls.includes("steer") ? h("span", { class: "badge target", text: "composer target" }) : null,
       h("time", { datetime: e.created_at, class: "muted", text: time(e.created_at) })),
@@ -546,6 +548,41 @@ function executionItem(s, e) {
     modelRequests(e),
     v ? controlsBar(s, e, v) : null,
     commandList(s, e.execution_id));
+}
+
+// execHeading is an execution's short human heading (the server's: its
+// title, else its first tool call, " · fork" or " · retry" when it is
+// one); never an id, which stays in the tooltip.
+function execHeading(e) {
+  return e.heading || (e.kind || "execution");
+}
+
+// findExec finds an execution of the session on screen by id.
+function findExec(s, id) {
+  for (const r of allRows(s)) {
+    const e = r.executions.find((x) => x.execution_id === id);
+    if (e) return e;
+  }
+  return null;
+}
+
+// ORIGIN says in words how a fork or retry came to be (the server marks
+// its heading with the same word).
+const ORIGIN = { " · fork": "Forked from", " · retry": "Retry of" };
+
+function origin(s, e) {
+  if (!e.parent_id) return null;
+  const word = Object.keys(ORIGIN).find((k) => (e.heading || "").endsWith(k));
+  if (!word) return null; // a child task says nothing more
+  const p = findExec(s, e.parent_id);
+  return h("span", { class: "origin muted", "data-origin": word.slice(3), title: e.parent_id,
+    text: ORIGIN[word] + " " + (p ? "“" + execHeading(p) + "”" : "an earlier execution") });
+}
+
+// execName names an execution in words: its heading when it is on screen.
+function execName(s, id) {
+  const e = findExec(s, id);
+  return e ? "“" + execHeading(e) + "”" : "a new execution";
 }
 
 // modelRequests lists an execution's model (provider) requests: status,
@@ -610,12 +647,12 @@ function reconcile(s, e, v, a) {
 
 function controlsBar(s, e, v) {
   if (!v.controls.length) return h("p", { class: "muted controls-none", text: "No controls are available for this execution now." });
-  return [h("div", { class: "controls", role: "group", "aria-label": "Controls of execution " + short(e.execution_id) },
+  return [h("div", { class: "controls", role: "group", "aria-label": "Controls of " + execHeading(e) },
     v.controls.map((c) => {
       const armed = c === "cancel" && s.armed && s.armed.exec === e.execution_id && s.armed.until > Date.now();
       return h("button", {
         type: "button", class: "control" + (armed ? " armed" : ""), "data-control": c, "data-focus-key": "ctl:" + e.execution_id + ":" + c,
-        "aria-label": (armed ? "Confirm cancel" : (CONTROL_LABELS[c] || c).replace("…", "")) + " execution " + short(e.execution_id),
+        "aria-label": (armed ? "Confirm cancel" : (CONTROL_LABELS[c] || c).replace("…", "")) + " " + execHeading(e),
         disabled: !canAct(s), title: canAct(s) ? null : "Only the session's human owner can control executions",
         onclick: () => control(s, e.execution_id, c),
       }, armed ? "Confirm cancel" : CONTROL_LABELS[c] || c);
@@ -629,7 +666,7 @@ function commandList(s, exec) {
     h("li", { class: "command", "data-command-id": c.id, "data-type": c.type, "data-status": c.status },
       h("span", { text: commandName(c) + ": " }),
       h("span", { class: "command-status " + (c.status === "failed" || c.status === "rejected" ? "error" : ""),
-        text: COMMAND_TEXT[c.status] + (c.reason ? " (" + c.reason + ")" : "") + (c.child ? " → execution " + short(c.child) : "") }),
+        text: COMMAND_TEXT[c.status] + (c.reason ? " (" + c.reason + ")" : "") + (c.child ? " → " + execName(s, c.child) : "") }),
       c.status === "unknown" ? h("button", { type: "button", class: "link", "data-focus-key": "retry:" + c.id, text: "Retry the same command",
         onclick: () => sendCommand(s, c) }) : null)));
 }
@@ -718,6 +755,7 @@ function toggleEnd(s, exec) {
   if (forms.has(exec)) forms.delete(exec);
   else {
     forms.set(exec, new EndForm(exec, {
+      heading: execName(s, exec),
       onSubmit: (payload) => {
         if (!live(s)) return;
         const cmd = newCommand(s, exec, "end", payload);
@@ -789,7 +827,7 @@ function updateComposer(s) {
   const v = target ? s.execViews.get(target) : null;
   const steerable = !!(v && v.controls.includes("steer"));
   $("composer-target").textContent = steerable
-    ? "Steer → execution " + short(target)
+    ? "Steer → " + execName(s, target)
     : "Steer: choose an execution's Steer control to send it instructions.";
   const text = $("composer-text").value.trim();
   const busy = s.steer && s.steer.cmd.status === "sending";
