@@ -23,6 +23,14 @@
 //     fresh command_id and the execution's version, shown "accepted" (saved)
 //     then "applied" (took effect); End opens a form first (end.js:
 //     completed, or failed with a reason code and a message);
+//   - headings: branch and execution rows are named by the server's
+//     heading (the title given at start, else the first tool call and a
+//     summary of its arguments; "· fork"/"· retry" and "Forked from …"
+//     say how one came to be), never by an id;
+//   - an execution's background processes (processes.js): command,
+//     status, start time, an Output panel that follows the output, Stop;
+//     a lost one is a "Background process lost" card (Needs attention)
+//     with Acknowledge;
 //   - decision panels above the composer: one card per pending approval
 //     (cards.js) and per pending question request (panels.js,
 //     questions.js), each naming its execution; an action row in the
@@ -48,6 +56,7 @@ import { DecisionCard } from "./cards.js";
 import { EndForm, endLabel } from "./end.js";
 import { ReconcileCard } from "./reconcile.js";
 import { QuestionPanels, questionReceipt } from "./panels.js";
+import { Processes } from "./processes.js";
 import { mountPolicy } from "./policy.js";
 import { revisionInfo } from "./revisions.js";
 import { h, plural, time } from "./dom.js";
@@ -199,6 +208,15 @@ function openSession(token, c, session) {
       updateDecisionsHeading(s);
       renderDetails(s);
     },
+  });
+  s.processes = new Processes({
+    client: s.client, canAct: canAct(s), live: () => live(s), signal: s.abort.signal,
+    onChange: () => {
+      if (!live(s)) return;
+      renderDetails(s);
+      scheduleRefresh(s, 0);
+    },
+    onSettled: (text) => notice(s, text),
   });
   s.policy = mountPolicy({ box: $("policy"), button: $("policy-open"), client: s.client, session, canReplay: canAct(s), live: () => live(s) });
   $("login").hidden = true;
@@ -485,7 +503,17 @@ function branchRow(s, r) {
     },
     h("span", { class: "heading", text: r.heading }),
     h("span", { class: "status", "data-status": r.status, text: r.status }),
-    h("span", { class: "meta", text: plural(r.execution_count, "execution", "executions") + " · " + time(r.updated_at) })));
+    h("span", { class: "meta", text: plural(r.execution_count, "execution", "executions") + " · " + time(r.updated_at) }),
+    attentionLine(r)));
+}
+
+// attentionLine names, in a Needs attention row, what needs the user
+// besides the decision panels' cards (a lost background process, ...).
+function attentionLine(r) {
+  const items = (r.attention || []).filter((at) => at.kind === "process_lost");
+  if (!items.length) return null;
+  return h("span", { class: "attention", "data-kinds": items.map((at) => at.kind).join(" "),
+    text: items.map((at) => at.label + (at.detail ? ": " + at.detail : "")).join(" · ") });
 }
 
 function select(s, branch) {
@@ -509,7 +537,7 @@ function renderDetails(s) {
   const key = JSON.stringify([s.selected, row, own.map((id) => s.execViews.get(id) || null),
     [...s.commands.values()].filter((c) => own.includes(c.exec)).map((c) => [c, c.child && execName(s, c.child)]),
     [...s.receipts.entries()], s.composerTarget, s.armed,
-    own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id)), s.questions.key()]);
+    own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id)), s.questions.key(), s.processes.key()]);
   if (key === s.detailsKey) return;
   s.detailsKey = key;
   const box = $("details");
@@ -528,12 +556,12 @@ function renderDetails(s) {
         h("span", { class: "count exec-count", text: plural(row.execution_count, "execution", "executions") }),
         h("span", { class: "status", "data-status": row.status, text: row.status })),
       row.status === INCOMPLETE ? h("p", { class: "note", text: "The owner ended; only the model response record is missing. No wait or control is pending. This does not claim success." }) : null,
-      h("ol", { class: "executions", "aria-labelledby": "details-title" }, row.executions.map((e) => executionItem(s, e))),
+      h("ol", { class: "executions", "aria-labelledby": "details-title" }, row.executions.map((e) => executionItem(s, e, row))),
     ].filter(Boolean));
   });
 }
 
-function executionItem(s, e) {
+function executionItem(s, e, row) {
   const v = e.shared ? null : s.execViews.get(e.execution_id);
   return h("li", { class: "execution", "data-execution-id": e.execution_id, "data-status": e.status },
     h("div", { class: "exec-head" },
@@ -546,6 +574,9 @@ function executionItem(s, e) {
     v ? revisionInfo(v.execution) : null,
     e.actions.length ? h("ul", { class: "actions" }, e.actions.map((a) => actionItem(s, e, v, a))) : h("p", { class: "muted", text: "No tool calls yet." }),
     modelRequests(e),
+    s.processes.list(e),
+    (row.attention || []).filter((at) => at.kind === "process_lost" && at.execution_id === e.execution_id && !e.shared)
+      .map((at) => s.processes.lostCard(at)),
     v ? controlsBar(s, e, v) : null,
     commandList(s, e.execution_id));
 }
