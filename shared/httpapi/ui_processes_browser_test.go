@@ -38,7 +38,9 @@ func withHostWorker(t *testing.T, policy string) func(*embedded.Config) {
 // onePolicy is every session's live policy.
 type onePolicy struct{ p *permission.Policy }
 
-func (o onePolicy) Policy(context.Context, ids.SessionID) (*permission.Policy, error) { return o.p, nil }
+func (o onePolicy) Policy(context.Context, ids.SessionID) (*permission.Policy, error) {
+	return o.p, nil
+}
 
 // watchStops records every data-status a process's Stop or Acknowledge
 // receipt shows, so a test sees one that lasts only a moment.
