@@ -101,7 +101,7 @@ func TestUIProcesses(t *testing.T) {
 	}
 
 	v := s.submit(agent, session, "k1", submitBody("Bash",
-		`{"command":"echo started; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done","run_in_background":true}`, "c1"))
+		`{"command":"echo started; echo booting >&2; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done","run_in_background":true}`, "c1"))
 	if got := s.waitAction(agent, v.ActionID); got.States.Outcome != "succeeded" {
 		t.Fatalf("the background start: %+v", got)
 	}
@@ -140,6 +140,8 @@ func TestUIProcesses(t *testing.T) {
 		p.press(row + " .output-toggle")
 		p.waitJS("the output to follow", `(() => { const o = document.querySelector(`+jsString(row+" .output-text")+`);
 			return !!o && o.innerText.startsWith("started\ntick 1\n") && o.innerText.includes("tick 4\n"); })()`)
+		p.waitJS("stderr below stdout", `(() => { const o = document.querySelector(`+jsString(row+` .output-text[data-stream="stderr"]`)+`);
+			return !!o && !o.hidden && o.innerText === "booting\n"; })()`)
 		p.shot("running")
 	})
 

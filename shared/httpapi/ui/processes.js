@@ -31,12 +31,13 @@ const STOP_TEXT = {
   unknown: "delivery unknown",
 };
 
-// statusText says a process's status in words.
+// processStatus says a process's status in words.
 export function processStatus(p) {
   switch (p.status) {
     case "exited":
       return "exited " + (p.exit_code ?? "?");
     case "stopped":
+      if (p.exit_code === -1) return "stopped (killed by a signal)";
       return "stopped" + (p.exit_code !== undefined && p.exit_code !== null ? " (code " + p.exit_code + ")" : "");
     default:
       return p.status;
@@ -70,9 +71,10 @@ export class Processes {
     if (out) out.running = p.status === "running";
     return h("li", { class: "process", "data-process-id": p.process_id, "data-status": p.status },
       h("div", { class: "process-head" },
-        h("code", { class: "process-command", title: p.process_id, text: p.command }),
+        h("code", { class: "process-command", text: p.command }),
         h("span", { class: "badge process-status", "data-value": p.status, text: processStatus(p) }),
         h("span", { class: "muted started", text: "started " + time(p.started_at) }),
+        h("code", { class: "muted process-id", text: p.process_id }),
         h("button", { type: "button", class: "link output-toggle", "data-focus-key": "out:" + p.process_id,
           "aria-expanded": out ? "true" : "false", text: out ? "Hide output" : "Output", onclick: () => this.toggle(p) }),
         p.status === "running" && (!stop || stop.status === "unknown" || stop.status === "failed")
@@ -145,12 +147,18 @@ export class Processes {
     this.ctx.onChange();
   }
 
-  // open makes the output panel of a process and starts reading it.
+  // open makes the output panel of a process (stdout; stderr below it
+  // once it has bytes) and starts reading it.
   open(p) {
-    const pre = h("pre", { class: "output-text", tabindex: "0", "aria-label": "Output of " + p.command });
+    const stream = (name) => ({ name, next: 0, pre: h("pre", { class: "output-text", "data-stream": name, tabindex: "0",
+      "aria-label": name + " of " + p.command }) });
+    const streams = [stream("stdout"), stream("stderr")];
+    const errLabel = h("p", { class: "muted stream-label", hidden: true, text: "stderr" });
+    streams[1].pre.hidden = true;
+    streams[1].shown = () => { streams[1].pre.hidden = errLabel.hidden = false; };
     const state = h("p", { class: "muted output-state", role: "status", text: "Reading…" });
-    const out = { id: p.process_id, next: 0, timer: 0, closed: false, running: p.status === "running", pre, state,
-      el: h("div", { class: "output", "data-process-id": p.process_id }, pre, state) };
+    const out = { id: p.process_id, streams, timer: 0, closed: false, running: p.status === "running", state,
+      el: h("div", { class: "output", "data-process-id": p.process_id }, streams[0].pre, errLabel, streams[1].pre, state) };
     this.outputs.set(p.process_id, out);
     this.read(out);
   }
@@ -159,28 +167,38 @@ export class Processes {
   // the panel is open) it comes back every second for more.
   async read(out) {
     if (out.closed || !this.ctx.live()) return;
-    let ended = false;
+    let ended = true;
     try {
-      for (;;) {
-        const { data } = await this.ctx.client.request("GET", "/v1/processes/" + enc(out.id) + "/output?stream=stdout&after=" + out.next,
-          undefined, { signal: this.ctx.signal });
+      for (const st of out.streams) {
+        if (!(await this.readStream(out, st))) ended = false;
         if (out.closed || !this.ctx.live()) return;
-        if (data.truncated && data.from > out.next) out.pre.append(h("span", { class: "muted gap", text: "[" + (data.from - out.next) + " bytes dropped]\n" }));
-        if (data.data) {
-          const atEnd = out.pre.scrollTop + out.pre.clientHeight >= out.pre.scrollHeight - 4;
-          out.pre.append(data.data);
-          if (atEnd) out.pre.scrollTop = out.pre.scrollHeight;
-        }
-        out.next = data.next;
-        ended = !!data.ended;
-        if (ended || !data.data) break;
       }
       out.state.textContent = ended ? "End of output." : out.running ? "Following…" : "No more output yet.";
       out.el.dataset.ended = ended ? "true" : "false";
     } catch (e) {
       if (out.closed || !this.ctx.live() || (e && e.name === "AbortError")) return;
+      ended = false;
       out.state.textContent = "Could not read the output" + (e && e.message ? ": " + e.message : "") + "; retrying.";
     }
     if (!ended) out.timer = setTimeout(() => this.read(out), FOLLOW_MS);
+  }
+
+  // readStream appends the pages of one stream after its cursor; true
+  // when the process ended and the stream has nothing more.
+  async readStream(out, st) {
+    for (;;) {
+      const { data } = await this.ctx.client.request("GET", "/v1/processes/" + enc(out.id) + "/output?stream=" + st.name + "&after=" + st.next,
+        undefined, { signal: this.ctx.signal });
+      if (out.closed || !this.ctx.live()) return false;
+      if (data.truncated && data.from > st.next) st.pre.append(h("span", { class: "muted gap", text: "[" + (data.from - st.next) + " bytes dropped]\n" }));
+      if (data.data) {
+        if (st.shown) st.shown();
+        const atEnd = st.pre.scrollTop + st.pre.clientHeight >= st.pre.scrollHeight - 4;
+        st.pre.append(data.data);
+        if (atEnd) st.pre.scrollTop = st.pre.scrollHeight;
+      }
+      st.next = data.next;
+      if (data.ended || !data.data) return !!data.ended;
+    }
   }
 }
