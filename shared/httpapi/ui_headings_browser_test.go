@@ -42,12 +42,12 @@ func TestUIHeadings(t *testing.T) {
 	p.ready()
 
 	cases := []struct {
-		name string
-		exec ids.ExecutionID
-		want string
+		name          string
+		exec          ids.ExecutionID
+		want, summary string
 	}{
-		{"a title given at start", a1.ExecutionID, "Deploy the docs site"},
-		{"no title: the first tool call", a2.ExecutionID, "Bash: npm test"},
+		{"a title given at start", a1.ExecutionID, "Deploy the docs site", ""},
+		{"no title: the first tool call", a2.ExecutionID, "Bash: npm test", "npm test"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +62,11 @@ func TestUIHeadings(t *testing.T) {
 			}
 			if got := p.text("#details-title"); got != tc.want {
 				p.fail("the details heading reads %q, want %q", got, tc.want)
+			}
+			if tc.summary != "" {
+				if got := p.text(execRow(tc.exec) + " .action .summary"); got != tc.summary {
+					p.fail("the action row's summary reads %q, want %q", got, tc.summary)
+				}
 			}
 		})
 	}

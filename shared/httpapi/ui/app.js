@@ -13,7 +13,7 @@
 //   - Activity: Needs attention / In progress / History, one row per
 //     conversation branch, with the counts the server computed;
 //   - branch details: a short branch heading, the execution count, one row
-//     per execution with its tool calls and their three states (permission,
+//     per execution with its tool calls (tool, argument summary) and their three states (permission,
 //     outcome, delivery) as badges; a request appears only in its execution
 //     row; an unknown outcome says "Reconciliation required" with a
 //     Reconcile card (reconcile.js: succeeded or failed, a note, optional
@@ -640,6 +640,7 @@ function actionItem(s, e, v, a) {
   return h("li", { class: "action", "data-action-id": a.action_id, "data-label": a.label },
     h("div", { class: "action-head" },
       h("code", { class: "tool", text: a.tool }),
+      a.summary ? h("code", { class: "summary", text: a.summary }) : null,
       h("span", { class: "action-label label-" + a.label.toLowerCase().replace(/[^a-z]+/g, "-"), text: a.label }),
       a.reason ? h("span", { class: "muted reason", text: "reason: " + a.reason }) : null,
       a.sandbox ? h("span", { class: "muted sandbox", "data-sandbox": a.sandbox, text: "sandbox: " + a.sandbox }) : null,
