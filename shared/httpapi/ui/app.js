@@ -13,7 +13,7 @@
 //   - Activity: Needs attention / In progress / History, one row per
 //     conversation branch, with the counts the server computed;
 //   - branch details: a short branch heading, the execution count, one row
-//     per execution with its tool calls and their three states (permission,
+//     per execution with its tool calls (tool, argument summary) and their three states (permission,
 //     outcome, delivery) as badges; a request appears only in its execution
 //     row; an unknown outcome says "Reconciliation required" with a
 //     Reconcile card (reconcile.js: succeeded or failed, a note, optional
@@ -23,6 +23,14 @@
 //     fresh command_id and the execution's version, shown "accepted" (saved)
 //     then "applied" (took effect); End opens a form first (end.js:
 //     completed, or failed with a reason code and a message);
+//   - headings: branch and execution rows are named by the server's
+//     heading (the title given at start, else the first tool call and a
+//     summary of its arguments; "· fork"/"· retry" and "Forked from …"
+//     say how one came to be), never by an id;
+//   - an execution's background processes (processes.js): command,
+//     status, start time, an Output panel that follows the output, Stop;
+//     a lost one is a "Background process lost" card (Needs attention)
+//     with Acknowledge;
 //   - decision panels above the composer: one card per pending approval
 //     (cards.js) and per pending question request (panels.js,
 //     questions.js), each naming its execution; an action row in the
@@ -48,9 +56,10 @@ import { DecisionCard } from "./cards.js";
 import { EndForm, endLabel } from "./end.js";
 import { ReconcileCard } from "./reconcile.js";
 import { QuestionPanels, questionReceipt } from "./panels.js";
+import { Processes } from "./processes.js";
 import { mountPolicy } from "./policy.js";
 import { revisionInfo } from "./revisions.js";
-import { h, plural, short, time } from "./dom.js";
+import { h, plural, time } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const enc = encodeURIComponent;
@@ -199,6 +208,15 @@ function openSession(token, c, session) {
       updateDecisionsHeading(s);
       renderDetails(s);
     },
+  });
+  s.processes = new Processes({
+    client: s.client, canAct: canAct(s), live: () => live(s), signal: s.abort.signal,
+    onChange: () => {
+      if (!live(s)) return;
+      renderDetails(s);
+      scheduleRefresh(s, 0);
+    },
+    onSettled: (text) => notice(s, text),
   });
   s.policy = mountPolicy({ box: $("policy"), button: $("policy-open"), client: s.client, session, canReplay: canAct(s), live: () => live(s) });
   $("login").hidden = true;
@@ -485,7 +503,17 @@ function branchRow(s, r) {
     },
     h("span", { class: "heading", text: r.heading }),
     h("span", { class: "status", "data-status": r.status, text: r.status }),
-    h("span", { class: "meta", text: plural(r.execution_count, "execution", "executions") + " · " + time(r.updated_at) })));
+    h("span", { class: "meta", text: plural(r.execution_count, "execution", "executions") + " · " + time(r.updated_at) }),
+    attentionLine(r)));
+}
+
+// attentionLine names, in a Needs attention row, what needs the user
+// besides the decision panels' cards (a lost background process, ...).
+function attentionLine(r) {
+  const items = (r.attention || []).filter((at) => at.kind === "process_lost");
+  if (!items.length) return null;
+  return h("span", { class: "attention", "data-kinds": items.map((at) => at.kind).join(" "),
+    text: items.map((at) => at.label + (at.detail ? ": " + at.detail : "")).join(" · ") });
 }
 
 function select(s, branch) {
@@ -507,8 +535,9 @@ function renderDetails(s) {
   const row = selectedRow(s);
   const own = row ? row.executions.map((e) => e.execution_id) : [];
   const key = JSON.stringify([s.selected, row, own.map((id) => s.execViews.get(id) || null),
-    [...s.commands.values()].filter((c) => own.includes(c.exec)), [...s.receipts.entries()], s.composerTarget, s.armed,
-    own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id)), s.questions.key()]);
+    [...s.commands.values()].filter((c) => own.includes(c.exec)).map((c) => [c, c.child && execName(s, c.child)]),
+    [...s.receipts.entries()], s.composerTarget, s.armed,
+    own.map((id) => [...s.cards.values()].filter((c) => c.ap.execution_id === id).map((c) => c.id)), s.questions.key(), s.processes.key()]);
   if (key === s.detailsKey) return;
   s.detailsKey = key;
   const box = $("details");
@@ -527,25 +556,64 @@ function renderDetails(s) {
         h("span", { class: "count exec-count", text: plural(row.execution_count, "execution", "executions") }),
         h("span", { class: "status", "data-status": row.status, text: row.status })),
       row.status === INCOMPLETE ? h("p", { class: "note", text: "The owner ended; only the model response record is missing. No wait or control is pending. This does not claim success." }) : null,
-      h("ol", { class: "executions", "aria-labelledby": "details-title" }, row.executions.map((e) => executionItem(s, e))),
+      h("ol", { class: "executions", "aria-labelledby": "details-title" }, row.executions.map((e) => executionItem(s, e, row))),
     ].filter(Boolean));
   });
 }
 
-function executionItem(s, e) {
+function executionItem(s, e, row) {
   const v = e.shared ? null : s.execViews.get(e.execution_id);
   return h("li", { class: "execution", "data-execution-id": e.execution_id, "data-status": e.status },
     h("div", { class: "exec-head" },
       h("span", { class: "badge exec-label", "data-label": e.label, text: e.label }),
-      h("span", { class: "exec-id", title: e.execution_id, text: (e.kind || "execution") + " " + short(e.execution_id) }),
+      h("span", { class: "exec-heading", title: e.execution_id, text: execHeading(e) }),
+      origin(s, e),
       e.shared ? h("span", { class: "badge shared", title: "An earlier execution of the branch this one forked from", text: "shared" }) : null,
       s.composerTarget === e.execution_id && v && v.controls.includes("steer") ? h("span", { class: "badge target", text: "composer target" }) : null,
       h("time", { datetime: e.created_at, class: "muted", text: time(e.created_at) })),
     v ? revisionInfo(v.execution) : null,
     e.actions.length ? h("ul", { class: "actions" }, e.actions.map((a) => actionItem(s, e, v, a))) : h("p", { class: "muted", text: "No tool calls yet." }),
     modelRequests(e),
+    s.processes.list(e),
+    (row.attention || []).filter((at) => at.kind === "process_lost" && at.execution_id === e.execution_id && !e.shared)
+      .map((at) => s.processes.lostCard(at)),
     v ? controlsBar(s, e, v) : null,
     commandList(s, e.execution_id));
+}
+
+// execHeading is an execution's short human heading (the server's: its
+// title, else its first tool call, " · fork" or " · retry" when it is
+// one); never an id, which stays in the tooltip.
+function execHeading(e) {
+  return e.heading || (e.kind || "execution");
+}
+
+// findExec finds an execution of the session on screen by id.
+function findExec(s, id) {
+  for (const r of allRows(s)) {
+    const e = r.executions.find((x) => x.execution_id === id);
+    if (e) return e;
+  }
+  return null;
+}
+
+// ORIGIN says in words how a fork or retry came to be (the server marks
+// its heading with the same word).
+const ORIGIN = { " · fork": "Forked from", " · retry": "Retry of" };
+
+function origin(s, e) {
+  if (!e.parent_id) return null;
+  const word = Object.keys(ORIGIN).find((k) => (e.heading || "").endsWith(k));
+  if (!word) return null; // a child task says nothing more
+  const p = findExec(s, e.parent_id);
+  return h("span", { class: "origin muted", "data-origin": word.slice(3), title: e.parent_id,
+    text: ORIGIN[word] + " " + (p ? "“" + execHeading(p) + "”" : "an earlier execution") });
+}
+
+// execName names an execution in words: its heading when it is on screen.
+function execName(s, id) {
+  const e = findExec(s, id);
+  return e ? "“" + execHeading(e) + "”" : "a new execution";
 }
 
 // modelRequests lists an execution's model (provider) requests: status,
@@ -572,6 +640,7 @@ function actionItem(s, e, v, a) {
   return h("li", { class: "action", "data-action-id": a.action_id, "data-label": a.label },
     h("div", { class: "action-head" },
       h("code", { class: "tool", text: a.tool }),
+      a.summary ? h("code", { class: "summary", text: a.summary }) : null,
       h("span", { class: "action-label label-" + a.label.toLowerCase().replace(/[^a-z]+/g, "-"), text: a.label }),
       a.reason ? h("span", { class: "muted reason", text: "reason: " + a.reason }) : null,
       a.sandbox ? h("span", { class: "muted sandbox", "data-sandbox": a.sandbox, text: "sandbox: " + a.sandbox }) : null,
@@ -610,12 +679,12 @@ function reconcile(s, e, v, a) {
 
 function controlsBar(s, e, v) {
   if (!v.controls.length) return h("p", { class: "muted controls-none", text: "No controls are available for this execution now." });
-  return [h("div", { class: "controls", role: "group", "aria-label": "Controls of execution " + short(e.execution_id) },
+  return [h("div", { class: "controls", role: "group", "aria-label": "Controls of " + execHeading(e) },
     v.controls.map((c) => {
       const armed = c === "cancel" && s.armed && s.armed.exec === e.execution_id && s.armed.until > Date.now();
       return h("button", {
         type: "button", class: "control" + (armed ? " armed" : ""), "data-control": c, "data-focus-key": "ctl:" + e.execution_id + ":" + c,
-        "aria-label": (armed ? "Confirm cancel" : (CONTROL_LABELS[c] || c).replace("…", "")) + " execution " + short(e.execution_id),
+        "aria-label": (armed ? "Confirm cancel" : (CONTROL_LABELS[c] || c).replace("…", "")) + " " + execHeading(e),
         disabled: !canAct(s), title: canAct(s) ? null : "Only the session's human owner can control executions",
         onclick: () => control(s, e.execution_id, c),
       }, armed ? "Confirm cancel" : CONTROL_LABELS[c] || c);
@@ -629,7 +698,7 @@ function commandList(s, exec) {
     h("li", { class: "command", "data-command-id": c.id, "data-type": c.type, "data-status": c.status },
       h("span", { text: commandName(c) + ": " }),
       h("span", { class: "command-status " + (c.status === "failed" || c.status === "rejected" ? "error" : ""),
-        text: COMMAND_TEXT[c.status] + (c.reason ? " (" + c.reason + ")" : "") + (c.child ? " → execution " + short(c.child) : "") }),
+        text: COMMAND_TEXT[c.status] + (c.reason ? " (" + c.reason + ")" : "") + (c.child ? " → " + execName(s, c.child) : "") }),
       c.status === "unknown" ? h("button", { type: "button", class: "link", "data-focus-key": "retry:" + c.id, text: "Retry the same command",
         onclick: () => sendCommand(s, c) }) : null)));
 }
@@ -718,6 +787,7 @@ function toggleEnd(s, exec) {
   if (forms.has(exec)) forms.delete(exec);
   else {
     forms.set(exec, new EndForm(exec, {
+      heading: execName(s, exec),
       onSubmit: (payload) => {
         if (!live(s)) return;
         const cmd = newCommand(s, exec, "end", payload);
@@ -789,7 +859,7 @@ function updateComposer(s) {
   const v = target ? s.execViews.get(target) : null;
   const steerable = !!(v && v.controls.includes("steer"));
   $("composer-target").textContent = steerable
-    ? "Steer → execution " + short(target)
+    ? "Steer → " + execName(s, target)
     : "Steer: choose an execution's Steer control to send it instructions.";
   const text = $("composer-text").value.trim();
   const busy = s.steer && s.steer.cmd.status === "sending";

@@ -17,11 +17,15 @@ const REASON = /^[a-z][a-z0-9_]{0,63}$/;
 const MAX_MESSAGE = 4096;
 
 export class EndForm {
-  // ctx: {onSubmit(payload), onClose()}
+  // ctx: {heading (how the execution is named), onSubmit(payload), onClose()}
   constructor(exec, ctx) {
     this.exec = exec;
     this.ctx = ctx;
     this.build();
+  }
+
+  name() {
+    return this.ctx.heading || "execution " + short(this.exec);
   }
 
   build() {
@@ -37,10 +41,10 @@ export class EndForm {
     this.reasonRow = h("div", { class: "field" },
       h("label", { for: id("reason"), text: "Reason code" }), this.reasonEl,
       h("datalist", { id: id("reasons") }, END_REASONS.map((r) => h("option", { value: r }))));
-    this.el = h("form", { class: "end-form", "data-execution-id": this.exec, "aria-label": "End execution " + short(this.exec),
+    this.el = h("form", { class: "end-form", "data-execution-id": this.exec, "aria-label": "End " + this.name(),
       novalidate: true, onsubmit: (e) => this.submit(e), oninput: () => { this.errorEl.hidden = true; } },
       h("fieldset", { class: "choices" },
-        h("legend", { text: "End execution " + short(this.exec) + " as" }),
+        h("legend", { text: "End " + this.name() + " as" }),
         radio("completed", "Completed"), radio("failed", "Failed")),
       this.reasonRow,
       h("div", { class: "field" }, h("label", { for: id("message"), text: "Message (optional)" }), this.messageEl),
