@@ -220,7 +220,7 @@ func TestReconcileAppliesOnce(t *testing.T) {
 	if out, err := f.svc.Record(ctx, in(a)); err != nil || out.Outcome != lifecycle.OutcomeUnknown {
 		t.Fatalf("late record: %+v %v", out, err)
 	}
-	if _, err := f.svc.Project(ctx, in(a)); err != nil {
+	if _, err := f.svc.Project(ctx, in(a)); err != nil { // the sweeper's, or an earlier revision's Project state
 		t.Fatalf("late project: %v", err)
 	}
 	if late, _ := f.svc.GetAction(ctx, a.ActionID); late.States != want {
