@@ -254,7 +254,7 @@ func TestIAMPerFunction(t *testing.T) {
 			stack.FnAuthorize: tableGrants,
 			stack.FnApproval:  tableGrants,
 			stack.FnDispatch:  slices.Concat(tableGrants, grants([]string{"s3:PutObject"}, objects), grants([]string{"states:SendTaskSuccess"}, "*")),
-			stack.FnRecord:    slices.Concat(tableGrants, grants([]string{"s3:GetObject", "s3:PutObject"}, objects)),
+			stack.FnRecord:    slices.Concat(tableGrants, grants([]string{"s3:GetObject", "s3:PutObject"}, objects), grants([]string{"events:PutEvents"}, bus)),
 			stack.FnProject:   slices.Concat(tableGrants, grants([]string{"events:PutEvents"}, bus)),
 			stack.FnAPI: slices.Concat(tableGrants,
 				grants([]string{"states:StartExecution", "states:DescribeStateMachine"}, sm, qualified),
