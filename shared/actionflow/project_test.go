@@ -8,6 +8,8 @@ import (
 	"github.com/openprogram/lifecycle/shared/actionflow"
 	"github.com/openprogram/lifecycle/shared/actionflow/flowtest"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
+	"github.com/openprogram/lifecycle/shared/store/dynamostore"
+	"github.com/openprogram/lifecycle/shared/store/dynamostore/dynamotest"
 )
 
 // projectedEvents lists the session's stored action.projected events of one action.
@@ -124,40 +126,54 @@ func TestRepeatedRecordPublishesTheStoredEvent(t *testing.T) {
 			return out.Seq, err
 		}},
 	}
-	for _, tc := range repeats {
-		t.Run(tc.name, func(t *testing.T) {
-			bus := &flowtest.Bus{}
-			f := newFixture(t, func(c *actionflow.Config) { c.Publisher = bus })
-			a, si := dispatched(t, f)
-			bus.Fail(errors.New("event bus unavailable"))
-			_, err := f.svc.Record(ctx, si)
-			var te *actionflow.TransientError
-			if !errors.As(err, &te) {
-				t.Fatalf("record with the bus down: %v, want a TransientError", err)
-			}
-			if got, _ := f.svc.GetAction(ctx, a.ActionID); got.States.Delivery != lifecycle.DeliveryProjected {
-				t.Fatalf("delivery %s: the transaction should stand", got.States.Delivery)
-			}
-			// Another session's events and this session's later ones sit
-			// between the projection and the repeat.
-			f.submit(t, "noop", `{}`)
-			bus.Fail(nil)
-			seq, err := tc.step(f, si)
-			if err != nil {
-				t.Fatal(err)
-			}
-			evs := projectedEvents(t, f, a)
-			if len(evs) != 1 || evs[0].Seq != seq {
-				t.Fatalf("stored action.projected %+v, repeat returned seq %d", evs, seq)
-			}
-			pub := bus.Published("action.projected")
-			if len(pub) != 1 || pub[0].Seq != evs[0].Seq || !pub[0].At.Equal(evs[0].At) {
-				t.Fatalf("published %+v, want the stored %+v", pub, evs[0])
-			}
-			if ck, _ := f.svc.GetCheckpoint(ctx, a.ExecutionID); ck.Recorded != 1 {
-				t.Fatalf("checkpoint folded %d receipts", ck.Recorded)
-			}
-		})
+	// The stored event is found by a query of the session's log entries:
+	// both adapters (DynamoDB on minidyn) must answer it the same way.
+	stores := []struct {
+		name string
+		use  func(t *testing.T, c *actionflow.Config)
+	}{
+		{"sqlite", func(*testing.T, *actionflow.Config) {}},
+		{"dynamodb", func(t *testing.T, c *actionflow.Config) {
+			b := dynamotest.New(t)
+			c.Store = dynamostore.New(b.Client, b.Table)
+		}},
+	}
+	for _, sc := range stores {
+		for _, tc := range repeats {
+			t.Run(sc.name+"/"+tc.name, func(t *testing.T) {
+				bus := &flowtest.Bus{}
+				f := newFixture(t, func(c *actionflow.Config) { c.Publisher = bus; sc.use(t, c) })
+				a, si := dispatched(t, f)
+				bus.Fail(errors.New("event bus unavailable"))
+				_, err := f.svc.Record(ctx, si)
+				var te *actionflow.TransientError
+				if !errors.As(err, &te) {
+					t.Fatalf("record with the bus down: %v, want a TransientError", err)
+				}
+				if got, _ := f.svc.GetAction(ctx, a.ActionID); got.States.Delivery != lifecycle.DeliveryProjected {
+					t.Fatalf("delivery %s: the transaction should stand", got.States.Delivery)
+				}
+				// Another session's events and this session's later ones sit
+				// between the projection and the repeat.
+				f.submit(t, "noop", `{}`)
+				bus.Fail(nil)
+				seq, err := tc.step(f, si)
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs := projectedEvents(t, f, a)
+				if len(evs) != 1 || evs[0].Seq != seq {
+					t.Fatalf("stored action.projected %+v, repeat returned seq %d", evs, seq)
+				}
+				pub := bus.Published("action.projected")
+				if len(pub) != 1 || pub[0].Seq != evs[0].Seq || !pub[0].At.Equal(evs[0].At) {
+					t.Fatalf("published %+v, want the stored %+v", pub, evs[0])
+				}
+				if ck, _ := f.svc.GetCheckpoint(ctx, a.ExecutionID); ck.Recorded != 1 {
+					t.Fatalf("checkpoint folded %d receipts", ck.Recorded)
+				}
+			})
+		}
 	}
 }
 
