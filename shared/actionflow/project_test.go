@@ -234,3 +234,35 @@ func TestProjectFinishesAnActionLeftRecorded(t *testing.T) {
 		})
 	}
 }
+
+// The look-back is bounded (200 log entries): a repeat that comes after
+// more of the session's events than that appends the event again, as
+// every repeat of the project step did, rather than read the whole log.
+func TestRepeatPastTheLookBackAppendsTheEventAgain(t *testing.T) {
+	ctx := context.Background()
+	bus := &flowtest.Bus{}
+	f := newFixture(t, func(c *actionflow.Config) { c.Publisher = bus })
+	a, si := dispatched(t, f)
+	bus.Fail(errors.New("event bus unavailable"))
+	if _, err := f.svc.Record(ctx, si); err == nil {
+		t.Fatal("record with the bus down succeeded")
+	}
+	bus.Fail(nil)
+	for i := 0; i < 201; i++ { // one action.submitted each
+		f.submit(t, "noop", `{}`)
+	}
+	out, err := f.svc.Record(ctx, si)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := projectedEvents(t, f, a)
+	if len(evs) != 2 || evs[1].Seq != out.Seq || evs[0].Data == nil || string(evs[0].Data) != string(evs[1].Data) {
+		t.Fatalf("stored action.projected %+v, repeat seq %d", evs, out.Seq)
+	}
+	if all, _ := f.svc.ReadEvents(ctx, a.SessionID, 0, 1000); len(all) < 200+3 {
+		t.Fatalf("only %d events in the log", len(all))
+	}
+	if pub := bus.Published("action.projected"); len(pub) != 1 || pub[0].Seq != out.Seq {
+		t.Fatalf("published %+v", pub)
+	}
+}
