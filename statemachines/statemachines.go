@@ -18,7 +18,16 @@ var Functions = map[string]string{
 	"ApprovalFunctionArn":  "approval",
 	"DispatchFunctionArn":  "dispatch",
 	"RecordFunctionArn":    "record",
-	"ProjectFunctionArn":   "project",
+}
+
+// Retired maps the placeholders of functions that earlier definitions
+// used and this one no longer does to those functions: the project step,
+// which the record step took over (it folds and projects in one
+// transaction). The embedded engine still fills and serves them, so an
+// execution started on an earlier revision's definition (in flight, or an
+// execution that keeps its original revision) runs to its end.
+var Retired = map[string]string{
+	"ProjectFunctionArn": "project",
 }
 
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`)

@@ -1,5 +1,8 @@
-// Command record is the record Lambda: it seals the write-once receipt,
-// then folds it into the execution's checkpoint.
+// Command record is the record Lambda, the state machine's last step: it
+// seals the write-once receipt; then, in one transaction, folds it into
+// the execution's checkpoint and projects the action (delivery projected,
+// the action.projected event appended to the session log); then publishes
+// the event to the EventBridge bus.
 package main
 
 import (
@@ -9,6 +12,6 @@ import (
 )
 
 func main() {
-	d := awsstack.Must()
+	d := awsstack.Must("LIFECYCLE_EVENT_BUS")
 	lambda.Start(d.Service.Record)
 }

@@ -20,8 +20,21 @@ var substitutionFunctions = map[string]string{
 	"ApprovalFunctionArn":  FnApproval,
 	"DispatchFunctionArn":  FnDispatch,
 	"RecordFunctionArn":    FnRecord,
-	"ProjectFunctionArn":   FnProject,
 }
+
+// retiredFunctions are functions an earlier definition invoked and the
+// current one does not: project, whose step the record step took over (it
+// folds the receipt and projects the action in one transaction). They
+// stay deployed, and the state machine may still invoke them and their
+// versions: a state machine version of an earlier revision names the
+// version of them its deployment published (retained on replacement), and
+// executions run on it while in flight, and for every new action of an
+// execution that keeps its original revision. A deployment whose
+// definition does not reference them publishes no version of them.
+var retiredFunctions = []string{FnProject}
+
+// RetiredFunctions returns a copy of the retired functions.
+func RetiredFunctions() []string { return slices.Clone(retiredFunctions) }
 
 // SubstitutionFunctions returns a copy of the placeholder → function map.
 func SubstitutionFunctions() map[string]string {

@@ -28,10 +28,13 @@ func TestDefinitionDeployedAsFile(t *testing.T) {
 	}
 	slices.Sort(wantPlaceholders)
 	if !slices.Equal(placeholders, wantPlaceholders) {
-		t.Errorf("the ASL file's placeholders are %v, want the five lifecycle functions %v", placeholders, wantPlaceholders)
+		t.Errorf("the ASL file's placeholders are %v, want the lifecycle functions %v", placeholders, wantPlaceholders)
 	}
 	if got := stack.SubstitutionFunctions(); !reflect.DeepEqual(got, lifecycleSubstitutions) {
 		t.Errorf("the stack fills placeholders with %v, want %v", got, lifecycleSubstitutions)
+	}
+	if got := stack.RetiredFunctions(); !reflect.DeepEqual(got, retiredFunctions) {
+		t.Errorf("retired functions %v, want %v", got, retiredFunctions)
 	}
 	both(t, func(t *testing.T, s *synthesized) {
 		_, sm := s.only(t, "AWS::StepFunctions::StateMachine")
@@ -92,7 +95,7 @@ func TestDefinitionDeployedAsFile(t *testing.T) {
 		if strings.Contains(deployed, "${") {
 			t.Error("a placeholder is left after substitution")
 		}
-		// Every Lambda the definition calls is one of the five functions.
+		// Every Lambda the definition calls is one of the lifecycle functions.
 		for _, name := range lambdaTargets(got) {
 			if _, ok := byFunction[name]; !ok {
 				t.Errorf("the definition invokes %q, which is not a lifecycle function", name)
@@ -108,8 +111,10 @@ var lifecycleSubstitutions = map[string]string{
 	"ApprovalFunctionArn":  stack.FnApproval,
 	"DispatchFunctionArn":  stack.FnDispatch,
 	"RecordFunctionArn":    stack.FnRecord,
-	"ProjectFunctionArn":   stack.FnProject,
 }
+
+// retiredFunctions: invoked by earlier revisions' definitions only.
+var retiredFunctions = []string{stack.FnProject}
 
 // lambdaTargets collects FunctionName parameters and direct Task resources.
 func lambdaTargets(v any) []string {

@@ -12,7 +12,11 @@
 // state machine version keeps invoking the Lambda versions it named. The
 // API and recover functions get the alias and the version ARN
 // (LIFECYCLE_STATE_MACHINE_ALIAS_ARN, LIFECYCLE_STATE_MACHINE_VERSION_ARN)
-// and may start executions on any version or alias of the machine.
+// and may start executions on any version or alias of the machine. The
+// project function is retired (the record step projects): the current
+// definition does not invoke it and deployments publish no version of it,
+// but it stays, and the state machine may invoke it, because versions of
+// earlier revisions name its versions (retiredFunctions).
 //
 // Every IAM grant is written out here, action by action and resource by
 // resource, so that the stack tests can prove least privilege by walking the

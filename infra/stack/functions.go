@@ -80,9 +80,11 @@ var functionSpecs = map[string]functionSpec{
 	// Functions moves on while the tool call may still be running.
 	// Host tools do not wait here: dispatch publishes them with a task token.
 	FnDispatch: {name: FnDispatch, timeoutSeconds: 840, memoryMB: 256, reserved: 50},
-	// Receipt put-once plus checkpoint CAS, and an S3 put for large results.
+	// Receipt put-once, the checkpoint and projection transaction, one
+	// PutEvents, and an S3 put for large results.
 	FnRecord: {name: FnRecord, timeoutSeconds: 30, memoryMB: 256, reserved: 20},
-	// Projection writes and one PutEvents.
+	// Retired (retiredFunctions): only state machine versions of earlier
+	// revisions invoke it. Projection writes and one PutEvents.
 	FnProject: {name: FnProject, timeoutSeconds: 30, memoryMB: 256, reserved: 20},
 	// 29 s is the HTTP API's integration limit; a longer timeout would only
 	// keep working after the client already got a 503. Host long-polls must

@@ -254,7 +254,7 @@ func TestIAMPerFunction(t *testing.T) {
 			stack.FnAuthorize: tableGrants,
 			stack.FnApproval:  tableGrants,
 			stack.FnDispatch:  slices.Concat(tableGrants, grants([]string{"s3:PutObject"}, objects), grants([]string{"states:SendTaskSuccess"}, "*")),
-			stack.FnRecord:    slices.Concat(tableGrants, grants([]string{"s3:GetObject", "s3:PutObject"}, objects)),
+			stack.FnRecord:    slices.Concat(tableGrants, grants([]string{"s3:GetObject", "s3:PutObject"}, objects), grants([]string{"events:PutEvents"}, bus)),
 			stack.FnProject:   slices.Concat(tableGrants, grants([]string{"events:PutEvents"}, bus)),
 			stack.FnAPI: slices.Concat(tableGrants,
 				grants([]string{"states:StartExecution", "states:DescribeStateMachine"}, sm, qualified),
@@ -307,15 +307,20 @@ func TestIAMPerFunction(t *testing.T) {
 	})
 }
 
-// TestStateMachineRole: the state machine may invoke exactly its five
-// functions (and their versions/aliases), plus the log-delivery and X-Ray
+// TestStateMachineRole: the state machine may invoke exactly the functions
+// its definition names and the retired ones earlier revisions' versions
+// name (and their versions/aliases), plus the log-delivery and X-Ray
 // actions Step Functions needs.
 func TestStateMachineRole(t *testing.T) {
 	both(t, func(t *testing.T, s *synthesized) {
 		_, sm := s.only(t, "AWS::StepFunctions::StateMachine")
 		roleID := strings.TrimSuffix(strings.Trim(render(sm["RoleArn"]), "{}"), ".Arn")
 		expected := map[string]bool{}
+		invoked := slices.Clone(retiredFunctions)
 		for _, fnName := range lifecycleSubstitutions {
+			invoked = append(invoked, fnName)
+		}
+		for _, fnName := range invoked {
 			fnID, _ := s.function(t, fnName)
 			expected["lambda:InvokeFunction @ {"+fnID+".Arn}"] = true
 			expected["lambda:InvokeFunction @ {"+fnID+".Arn}:*"] = true

@@ -128,6 +128,8 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	fns[FnRecord] = newFunction(st, cfg, functionSpecs[FnRecord], env(nil), nil)
 	grantTable(fns[FnRecord].role, table)
 	grantObjects(fns[FnRecord].role, bucket, "s3:GetObject", "s3:PutObject")
+	// The record step projects and publishes the action.projected event.
+	fns[FnRecord].role.AddToPrincipalPolicy(statement([]string{"events:PutEvents"}, bus.EventBusArn()))
 
 	fns[FnProject] = newFunction(st, cfg, functionSpecs[FnProject], env(nil), nil)
 	grantTable(fns[FnProject].role, table)

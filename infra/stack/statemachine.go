@@ -25,7 +25,8 @@ type stateMachine struct {
 // newStateMachine deploys the ASL file as it is: DefinitionString is the
 // file's text, and each ${...} placeholder in it is filled by
 // DefinitionSubstitutions with the ARN of the function it names. The role
-// may invoke exactly the functions the file references.
+// may invoke exactly the functions the file references, and the retired
+// functions earlier revisions' versions still reference.
 func newStateMachine(st awscdk.Stack, cfg Config, def Definition, fns map[string]lambdaFunction) stateMachine {
 	logs := awslogs.NewLogGroup(st, jsii.String("StateMachineLogs"), &awslogs.LogGroupProps{
 		// The /aws/vendedlogs/ prefix is what AWS recommends for Step
@@ -66,6 +67,11 @@ func newStateMachine(st awscdk.Stack, cfg Config, def Definition, fns map[string
 		// lambda:InvokeFunction on the function ARN and "<arn>:*" (its
 		// versions and aliases), nothing broader.
 		fns[substitutionFunctions[p]].fn.GrantInvoke(sm)
+	}
+	for _, name := range retiredFunctions {
+		// Earlier revisions' state machine versions invoke the versions
+		// of it their deployments published.
+		fns[name].fn.GrantInvoke(sm)
 	}
 
 	// A published version and an alias pointing at it. Old versions are kept

@@ -369,11 +369,13 @@ func TestLambdaVersionsAndAliases(t *testing.T) {
 				}
 			})
 		}
-		for _, name := range []string{stack.FnAPI, stack.FnRecover} {
+		// Retired functions are invoked only through the versions earlier
+		// deployments published (retained): this one publishes none.
+		for _, name := range append([]string{stack.FnAPI, stack.FnRecover}, retiredFunctions...) {
 			fnID, _ := s.function(t, name)
 			for id, v := range versions {
 				if render(props(v)["FunctionName"]) == "{"+fnID+"}" {
-					t.Errorf("%s has a version %s: no Task invokes it", name, id)
+					t.Errorf("%s has a version %s: no Task of this definition invokes it", name, id)
 				}
 			}
 		}

@@ -183,8 +183,8 @@ func TestRecoverUsesDurableEvidenceOnly(t *testing.T) {
 				t.Fatalf("recorded by %q", rc.RecordedBy)
 			}
 			got, _ := f.svc.GetAction(ctx, a.ActionID)
-			if got.States.Delivery != lifecycle.DeliveryRecorded {
-				t.Fatalf("delivery %s after the fold", got.States.Delivery)
+			if got.States.Delivery != lifecycle.DeliveryProjected || out.States != got.States || out.Seq == 0 {
+				t.Fatalf("delivery %s after the fold (output %+v)", got.States.Delivery, out)
 			}
 			if ok, _ := f.svc.ActionRecorded(ctx, got); !ok {
 				t.Fatal("not recorded")

@@ -16,8 +16,14 @@
 //	                 the wait; Dispatch sync then writes start evidence and the result from the answer
 //	HostStart/HostResult (API) the host worker's claim and result, fenced by the attempt lease;
 //	HostHeartbeat (API) its liveness while the tool runs (SendTaskHeartbeat of the DispatchHost wait)
-//	Record           seal the write-once receipt from durable evidence, then fold the checkpoint
-//	Project          mark delivery projected, append and publish the projection event
+//	Record           seal the write-once receipt from durable evidence; then, in one transaction,
+//	                 fold it into the checkpoint, move the action to its outcome and delivery
+//	                 projected and append action.projected; then publish that event (a failed
+//	                 publish is transient: the repeated step finds the action projected and
+//	                 publishes the stored event again). The last state of the machine.
+//	Project          (recovery, and executions of an earlier revision's definition, which has a
+//	                 Project state) the same from a sealed receipt; on an action projected
+//	                 already it only publishes the stored event again
 //	Reconcile        (API) a person's resolution of a delivered unknown outcome, applied once
 //	                 (reconcile.go): record beside the receipt, reconciled states, checkpoint fold
 //	                 and action.reconciled event in one transaction; the receipt stays unknown
@@ -89,8 +95,10 @@
 // result, written by the owning attempt before the state machine hears of
 // it) and Closed (written before a not_started receipt is sealed or when
 // the execution is cancelled; a dispatch claim on a closed action is
-// refused). Delivery "recorded" is set by the record step once the
-// checkpoint holds the receipt.
+// refused). Delivery past pending says the checkpoint holds the receipt:
+// the record step moves it to projected in the transaction that folds the
+// receipt (an earlier revision's record step set recorded, and its Project
+// state projected).
 //
 // Each step reads its state from the store, never from the state
 // machine's payload, so a repeated or late invocation cannot act on stale

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/openprogram/lifecycle/shared/actionflow"
+	"github.com/openprogram/lifecycle/shared/actionflow/flowtest"
 	"github.com/openprogram/lifecycle/shared/ids"
 	"github.com/openprogram/lifecycle/shared/lifecycle"
 	"github.com/openprogram/lifecycle/shared/store"
@@ -118,19 +119,23 @@ func (f fixture) submit(t *testing.T, tool, args string) actionflow.Action {
 	return a
 }
 
+// earlierRecord makes the record step write what an earlier revision's
+// record step wrote (delivery recorded, no event), its Project state left
+// to run: flowtest.EarlierRecord.
+func earlierRecord(c *actionflow.Config) {
+	c.Store = &flowtest.FaultyStore{Store: c.Store, Rewrite: flowtest.EarlierRecord}
+}
+
 func in(a actionflow.Action) actionflow.StepInput {
 	return actionflow.StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID}
 }
 
-// finish runs record and project as the state machine would.
+// finish runs the record step (which projects) as the state machine would.
 func (f fixture) finish(t *testing.T, si actionflow.StepInput) actionflow.Action {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := f.svc.Record(ctx, si); err != nil {
 		t.Fatalf("record: %v", err)
-	}
-	if _, err := f.svc.Project(ctx, si); err != nil {
-		t.Fatalf("project: %v", err)
 	}
 	a, err := f.svc.GetAction(ctx, si.ActionID)
 	if err != nil {

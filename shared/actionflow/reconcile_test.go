@@ -82,16 +82,17 @@ func TestReconcileNotReconcilable(t *testing.T) {
 	ctx := context.Background()
 	req := actionflow.ReconcileRequest{Outcome: lifecycle.OutcomeFailed, Note: "checked"}
 	cases := []struct {
-		name  string
-		setup func(t *testing.T, f fixture) actionflow.Action
+		name    string
+		setup   func(t *testing.T, f fixture) actionflow.Action
+		earlier bool // recorded by an earlier revision's record step
 	}{
-		{"succeeded", func(t *testing.T, f fixture) actionflow.Action { return f.runSync(t, "noop", `{}`) }},
+		{"succeeded", func(t *testing.T, f fixture) actionflow.Action { return f.runSync(t, "noop", `{}`) }, false},
 		{"failed", func(t *testing.T, f fixture) actionflow.Action {
 			f.exec.result = actionflow.ToolResult{Outcome: lifecycle.OutcomeFailed, ErrorCode: "exit_1"}
 			return f.runSync(t, "noop", `{}`)
-		}},
-		{"denied (not_started)", func(t *testing.T, f fixture) actionflow.Action { return f.runSync(t, "forbidden", `{}`) }},
-		{"unknown, recorded but not projected", func(t *testing.T, f fixture) actionflow.Action {
+		}, false},
+		{"denied (not_started)", func(t *testing.T, f fixture) actionflow.Action { return f.runSync(t, "forbidden", `{}`) }, false},
+		{"unknown, recorded (by an earlier revision) but not projected", func(t *testing.T, f fixture) actionflow.Action {
 			f.exec.result = actionflow.ToolResult{Outcome: lifecycle.OutcomeUnknown}
 			a := f.submit(t, "noop", `{}`)
 			si := in(a)
@@ -107,12 +108,19 @@ func TestReconcileNotReconcilable(t *testing.T) {
 			if _, err := f.svc.Record(ctx, si); err != nil {
 				t.Fatal(err)
 			}
+			if got, _ := f.svc.GetAction(ctx, a.ActionID); got.States.Delivery != lifecycle.DeliveryRecorded {
+				t.Fatalf("set-up: delivery %s, want recorded", got.States.Delivery)
+			}
 			return a
-		}},
+		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			var opts []func(*actionflow.Config)
+			if tc.earlier {
+				opts = append(opts, earlierRecord)
+			}
+			f := newFixture(t, opts...)
 			a := tc.setup(t, f)
 			_, _, err := f.svc.Reconcile(ctx, a.ActionID, req, owner)
 			var ce *actionflow.ConflictError
@@ -212,7 +220,7 @@ func TestReconcileAppliesOnce(t *testing.T) {
 	if out, err := f.svc.Record(ctx, in(a)); err != nil || out.Outcome != lifecycle.OutcomeUnknown {
 		t.Fatalf("late record: %+v %v", out, err)
 	}
-	if _, err := f.svc.Project(ctx, in(a)); err != nil {
+	if _, err := f.svc.Project(ctx, in(a)); err != nil { // the sweeper's, or an earlier revision's Project state
 		t.Fatalf("late project: %v", err)
 	}
 	if late, _ := f.svc.GetAction(ctx, a.ActionID); late.States != want {

@@ -14,11 +14,16 @@ import (
 	"github.com/openprogram/lifecycle/shared/store"
 )
 
-// RecordOutput is the record step's result.
+// RecordOutput is the record step's result: the receipt's outcome, the
+// action's delivery and states once projected, the checkpoint version
+// that holds the receipt and the sequence number of the action.projected
+// event in the session's log.
 type RecordOutput struct {
 	Outcome           lifecycle.Outcome  `json:"outcome"`
 	Delivery          lifecycle.Delivery `json:"delivery"`
 	CheckpointVersion int64              `json:"checkpoint_version"`
+	States            lifecycle.States   `json:"states"`
+	Seq               int64              `json:"seq"`
 }
 
 // ReceiptConflictError: a different receipt is already sealed for the
@@ -34,11 +39,15 @@ func (e *ReceiptConflictError) Error() string {
 }
 func (e *ReceiptConflictError) Is(t error) bool { return t == store.ErrConflict }
 
-// Record is the record step: it seals the result receipt (write-once)
-// before checkpoint serialization, then folds it into the execution's
-// checkpoint (compare-and-swap on version). A checkpoint failure leaves the
-// receipt standing and is a *CheckpointError, reported as a runtime failure
-// separate from the tool outcome.
+// Record is the record step, the last of the state machine: it seals the
+// result receipt (write-once) before checkpoint serialization, then, in one
+// transaction, folds it into the execution's checkpoint (compare-and-swap
+// on version), moves the action to its outcome and delivery projected and
+// appends the action.projected event; then it publishes that event. A
+// checkpoint failure leaves the receipt standing and is a
+// *CheckpointError, reported as a runtime failure separate from the tool
+// outcome; a failed publish is a *TransientError, and the step, repeated,
+// publishes the stored event again (it never folds or projects twice).
 func (s *Service) Record(ctx context.Context, in StepInput) (RecordOutput, error) {
 	out, err := s.record(ctx, in, "record")
 	return out, stepError("record "+string(in.ActionID), err)
@@ -121,12 +130,13 @@ func (s *Service) sealFromResult(ctx context.Context, a Action, proposed Receipt
 	return rc, nil
 }
 
-// finishRecord folds the sealed receipt into the checkpoint.
+// finishRecord folds the sealed receipt into the checkpoint and projects
+// the action in one transaction, then publishes the projection event.
 func (s *Service) finishRecord(ctx context.Context, a Action, rc Receipt) (RecordOutput, error) {
 	if err := faults.At(ctx, faults.AfterReceipt); err != nil {
 		return RecordOutput{}, err
 	}
-	ck, err := s.foldCheckpoint(ctx, a, rc)
+	ck, a, ev, appended, err := s.foldCheckpoint(ctx, a, rc)
 	if err != nil {
 		var pe *PermanentError
 		if errors.As(err, &pe) {
@@ -134,10 +144,23 @@ func (s *Service) finishRecord(ctx context.Context, a Action, rc Receipt) (Recor
 		}
 		return RecordOutput{}, &CheckpointError{ActionID: string(a.ActionID), Msg: err.Error()}
 	}
+	if !appended {
+		// Projected before (a repeat of this step, or of one whose publish
+		// failed): publish the event stored then.
+		if ev, err = s.projectionEvent(ctx, a, rc); err != nil {
+			return RecordOutput{}, err
+		}
+	}
 	if err := faults.At(ctx, faults.AfterCheckpoint); err != nil {
 		return RecordOutput{}, err
 	}
-	return RecordOutput{Outcome: rc.Outcome, Delivery: lifecycle.DeliveryRecorded, CheckpointVersion: ck.Version}, nil
+	if err := s.publishProjection(ctx, ev); err != nil {
+		return RecordOutput{}, err
+	}
+	if err := faults.At(ctx, faults.AfterProjection); err != nil {
+		return RecordOutput{}, err
+	}
+	return RecordOutput{Outcome: rc.Outcome, Delivery: a.States.Delivery, CheckpointVersion: ck.Version, States: a.States, Seq: ev.Seq}, nil
 }
 
 // receiptFor decides the outcome from durable evidence, never from tool text:
@@ -248,26 +271,32 @@ func (s *Service) sealReceipt(ctx context.Context, rc Receipt) (Receipt, bool, e
 
 // foldCheckpoint folds a sealed receipt into the execution's checkpoint
 // (the put-once of its next version's saved point) and, in the same
-// transaction, marks the action's delivery "recorded": that mark says the
+// transaction, moves the action to the receipt's outcome and delivery
+// projected (through recorded, by the one set of transition rules) and
+// appends its action.projected event. Delivery past pending says the
 // checkpoint holds the receipt, durably and for good (the checkpoint lists
-// no actions), so recovery never folds a receipt twice. Lost races
-// (parallel actions of one execution, a concurrent step on the action) are
-// read again and retried.
-func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Checkpoint, error) {
+// no actions), so recovery never folds a receipt twice; the state change
+// and its event exist together or not at all. An action left recorded (by
+// a record step of an earlier revision, whose Project state did not run)
+// is projected without folding again. Lost races (parallel actions of one
+// execution, a concurrent step on the action) are read again and retried.
+// It returns the checkpoint, the action as stored and the event it
+// appended (appended is false when the action was projected already).
+func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (ck Checkpoint, _ Action, _ Event, appended bool, _ error) {
 	for i := 0; ; i++ {
 		if i > 0 {
 			var err error
 			if a, err = s.getAction(ctx, a.ActionID); err != nil {
-				return Checkpoint{}, err
+				return Checkpoint{}, a, Event{}, false, err
 			}
 		}
 		ck, err := s.GetCheckpoint(ctx, a.ExecutionID)
 		if err != nil {
-			return ck, err
+			return ck, a, Event{}, false, err
 		}
-		st, err := ApplyReceipt(a.States, rc)
+		st, err := projectedStates(a.States, rc)
 		if err != nil {
-			return ck, &PermanentError{Code: "illegal_transition", Msg: err.Error()}
+			return ck, a, Event{}, false, &PermanentError{Code: "illegal_transition", Msg: err.Error()}
 		}
 		var writes []store.Write
 		if a.States.Delivery == lifecycle.DeliveryPending && !ck.folded(a.ActionID) {
@@ -286,24 +315,24 @@ func (s *Service) foldCheckpoint(ctx context.Context, a Action, rc Receipt) (Che
 			ck.Version++
 			writes = append(writes, checkpointWrites(ck)...)
 		}
-		if st != a.States {
-			next := a
-			next.States = st
-			w, _ := s.actionWrite(&next, 0)
-			writes = append(writes, w)
+		if st == a.States {
+			return ck, a, Event{}, false, nil // projected already (so folded)
 		}
-		if len(writes) == 0 {
-			return ck, nil
-		}
-		_, err = s.cfg.Store.Transact(ctx, writes)
+		next := a
+		next.States = st
+		w, _ := s.actionWrite(&next, 0)
+		e, data := projectionEventOf(&next, rc)
+		e, ew := s.eventWrite(e, data)
+		writes = append(writes, w, ew)
+		seqs, err := s.cfg.Store.Transact(ctx, writes)
 		var vc *store.VersionConflictError
 		if (errors.As(err, &vc) || checkpointRaceLost(err, writes)) && i < 16 {
 			continue
 		}
 		if err != nil {
-			return ck, fmt.Errorf("fold receipt %s into checkpoint: %w", a.ActionID, err)
+			return ck, a, Event{}, false, fmt.Errorf("fold receipt %s into checkpoint: %w", a.ActionID, err)
 		}
-		return ck, nil
+		return ck, next, s.logged(e, seqs[len(seqs)-1]), true, nil
 	}
 }
 

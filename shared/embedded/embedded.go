@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -333,9 +334,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		"approval":  s.Service.ApprovalStep,
 		"dispatch":  s.dispatchAndWake,
 		"record":    s.Service.Record,
-		"project":   s.Service.Project,
+		// Only executions started on an earlier revision's definition,
+		// which still has a Project state, call it (the record step
+		// projects now): on an action record projected it only publishes
+		// the stored event again.
+		"project": s.Service.Project,
 	}
-	for placeholder, name := range statemachines.Functions {
+	placeholders := maps.Clone(statemachines.Functions)
+	maps.Copy(placeholders, statemachines.Retired) // earlier revisions' definitions still name them
+	for placeholder, name := range placeholders {
 		h, ok := handlers[name]
 		if !ok {
 			ln.Close()

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -152,5 +154,78 @@ func TestPendingApprovalKeepsItsDefinitionAcrossADeployment(t *testing.T) {
 		ExecutionArn: aws.String(s2.SFNClient.ExecutionARN(a.ActionID))})
 	if err != nil || !strings.Contains(aws.ToString(def.Definition), `"AwaitApproval"`) {
 		t.Fatalf("the execution's definition: %v", err)
+	}
+}
+
+// An execution started on an earlier revision's definition, whose record
+// step was followed by a Project state (testdata: the definition as it was
+// before the record step took the projection over), runs to its end after
+// a deployment of the current one: the engine still serves the project
+// function, which on the action the record step projected only publishes
+// the stored event again. One projection, one event.
+func TestAnExecutionOfTheDefinitionWithProjectEndsThere(t *testing.T) {
+	earlier, err := os.ReadFile("testdata/action-lifecycle-with-project.asl.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(earlier, []byte(`"Project"`)) || !bytes.Contains(earlier, []byte("${ProjectFunctionArn}")) {
+		t.Fatal("the earlier definition has no Project state")
+	}
+	dir, ws := t.TempDir(), t.TempDir()
+	ex := &countingExecutor{}
+	s := start(t, dir, ws, ex, func(c *embedded.Config) { c.Definition = earlier })
+	a := submit(t, s, "Write", `{"file_path":"earlier.txt","content":"ok"}`)
+	ap := pending(t, s, a.ActionID)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s2 := start(t, dir, ws, ex) // the current definition goes live
+	defer s2.Close(context.Background())
+	human := actionflow.Principal{Subject: "alice", Role: "human", Session: "ses_e2e"}
+	if _, err := s2.Service.DecideApproval(context.Background(), ap.ApprovalID, actionflow.DecisionApprove, ap.ArgsDigest, human); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, s2, a.ActionID, terminal)
+	if got.States.Outcome != lifecycle.OutcomeSucceeded {
+		t.Fatalf("states %+v", got.States)
+	}
+	arn := aws.String(s2.SFNClient.ExecutionARN(a.ActionID))
+	var status string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d, err := s2.SFN.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{ExecutionArn: arn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status = string(d.Status); status != "RUNNING" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	hist, err := s2.SFN.GetExecutionHistory(context.Background(), &sfn.GetExecutionHistoryInput{ExecutionArn: arn, MaxResults: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entered []string
+	for _, e := range hist.Events {
+		if e.StateEnteredEventDetails != nil {
+			entered = append(entered, aws.ToString(e.StateEnteredEventDetails.Name))
+		}
+	}
+	if status != "SUCCEEDED" || len(entered) == 0 || entered[len(entered)-1] != "Project" {
+		t.Fatalf("execution %s through %v, want SUCCEEDED ending in Project", status, entered)
+	}
+	evs, err := s2.Service.ReadEvents(context.Background(), a.SessionID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == "action.projected" && ev.ActionID == a.ActionID {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("action.projected stored %d times, want 1", n)
 	}
 }

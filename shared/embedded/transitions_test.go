@@ -22,13 +22,14 @@ func TestStateTransitionsPerPath(t *testing.T) {
 		name, tool string
 		want       int
 	}{
-		// Authorize, PermissionChoice, DispatchSync, RecordOutcome, Project.
-		{name: "allow", tool: "noop", want: 5},
-		// Authorize, PermissionChoice, RecordOutcome, Project.
-		{name: "deny", tool: "noop_deny", want: 4},
+		// Authorize, PermissionChoice, DispatchSync, RecordOutcome (which
+		// projects).
+		{name: "allow", tool: "noop", want: 4},
+		// Authorize, PermissionChoice, RecordOutcome.
+		{name: "deny", tool: "noop_deny", want: 3},
 		// Authorize, PermissionChoice, AwaitApproval, Revalidate,
-		// RevalidatedChoice, DispatchSync, RecordOutcome, Project.
-		{name: "ask, approved", tool: "noop_ask", want: 8},
+		// RevalidatedChoice, DispatchSync, RecordOutcome.
+		{name: "ask, approved", tool: "noop_ask", want: 7},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,8 +8,13 @@ const (
 	AfterStartEvidence = "after_start_evidence"
 	AfterExecutor      = "after_executor"
 	AfterReceipt       = "after_receipt"
-	AfterCheckpoint    = "after_checkpoint"
-	AfterProjection    = "after_projection"
+	// AfterCheckpoint: the record step's transaction (checkpoint fold,
+	// delivery projected, the action.projected event) stands; the event is
+	// not published yet.
+	AfterCheckpoint = "after_checkpoint"
+	// AfterProjection: the record step published the projection event
+	// too; only its return to the state machine is left.
+	AfterProjection = "after_projection"
 )
 
 // Points lists the named points from start evidence on, the ones the

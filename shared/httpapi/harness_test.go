@@ -378,7 +378,7 @@ func (s *stack) waitAction(token string, id ids.ActionID) httpapi.ActionView {
 }
 
 // settled waits until the action's state machine has recorded its own end:
-// the engine writes the execution's final status after the Project step
+// the engine writes the execution's final status after the RecordOutcome step
 // returned, so a test that counts writes after an action was projected
 // would otherwise see that write as its own.
 func (s *stack) settled(id ids.ActionID, deadline time.Time) {

@@ -157,7 +157,7 @@ func TestMachineRoute(t *testing.T) {
 		{name: "allowed", tool: "noop", until: ended, check: func(t *testing.T, v httpapi.MachineView, def machineview.Definition) {
 			last := v.Path[len(v.Path)-1]
 			// The run ends in a Succeed state or a state with End (the
-			// allow path ends with its Project Task).
+			// allow path ends with its RecordOutcome Task).
 			if v.Status != "SUCCEEDED" || (last.Type != "Succeed" && !def.States[last.State].End) || v.Current != nil {
 				t.Errorf("status %s, last step %+v, current %+v", v.Status, last, v.Current)
 			}

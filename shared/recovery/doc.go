@@ -10,7 +10,10 @@
 // status of its state machine (Machines: DescribeExecution). SweepAction
 // documents the table. In short: a receipt without a checkpoint fold is
 // folded from the receipt and projected, never executed again; a receipt
-// and checkpoint without projection is projected only; start evidence
+// and checkpoint without projection (an action a machine of an earlier
+// revision left recorded) is projected only; a projected action whose
+// machine failed afterwards (the record step's publish did not complete)
+// has its stored action.projected event published again; start evidence
 // without a trustworthy result once the machine ended is sealed unknown
 // (reconciliation required) and never re-dispatched; a machine that never
 // started is started (nothing was dispatched, and the start is idempotent

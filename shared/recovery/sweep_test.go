@@ -3,6 +3,7 @@ package recovery_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -119,10 +120,20 @@ func TestSweepClassifiesFromDurableEvidence(t *testing.T) {
 			f.drain(t) // record: receipt sealed, every fold fails -> RuntimeFailure
 			return a.ActionID
 		}, recovery.Rebuilt, lifecycle.OutcomeSucceeded, 1},
-		{"checkpoint recorded, projection missing: projected only", func(t *testing.T, f *fixture) ids.ActionID {
-			f.faulty.Set(failing("cas", `"delivery":"projected"`, "ACTION#"))
+		{"checkpoint recorded by an earlier revision, projection missing: projected only", func(t *testing.T, f *fixture) ids.ActionID {
+			f.faulty.SetRewrite(flowtest.EarlierRecord)
+			f.w.Bus.Fail(errors.New("its project step failed"))
 			a := f.submit(t, flowtest.ToolWrite)
-			f.drain(t) // project fails -> ProjectionFailed
+			f.drain(t) // left recorded; the machine failed
+			return a.ActionID
+		}, recovery.Projected, lifecycle.OutcomeSucceeded, 1},
+		{"projected, publish failed, machine failed: the stored event published again", func(t *testing.T, f *fixture) ids.ActionID {
+			f.w.Bus.Fail(errors.New("event bus unavailable"))
+			a := f.submit(t, flowtest.ToolWrite)
+			f.drain(t) // record: the transaction stands, every publish fails -> RuntimeFailure
+			if got, _ := f.p.Flow.GetAction(context.Background(), a.ActionID); !got.States.Terminal() {
+				t.Fatalf("set-up: states %+v", got.States)
+			}
 			return a.ActionID
 		}, recovery.Projected, lifecycle.OutcomeSucceeded, 1},
 		{"stored result, receipt write failed: the known result is sealed", func(t *testing.T, f *fixture) ids.ActionID {
@@ -193,6 +204,9 @@ func TestSweepClassifiesFromDurableEvidence(t *testing.T) {
 			f := newFixture(t)
 			id := tc.setup(t, f)
 			f.faulty.Set(nil)
+			f.faulty.SetRewrite(nil)
+			f.w.Bus.Fail(nil)
+			published := len(f.w.Bus.Published("action.projected"))
 			// A new process (restart) sweeps.
 			f.start(t)
 			rep, err := f.sw.SweepAction(ctx, id)
@@ -215,6 +229,18 @@ func TestSweepClassifiesFromDurableEvidence(t *testing.T) {
 			ck, _ := f.p.Flow.GetCheckpoint(ctx, a.ExecutionID)
 			if ck.Recorded != 1 {
 				t.Fatalf("checkpoint folded %d receipts, want 1", ck.Recorded)
+			}
+			// One projection stored, and published (again) after the repair.
+			var stored []actionflow.Event
+			evs, _ := f.p.Flow.ReadEvents(ctx, session, 0, 1000)
+			for _, ev := range evs {
+				if ev.Type == "action.projected" && ev.ActionID == id {
+					stored = append(stored, ev)
+				}
+			}
+			pub := f.w.Bus.Published("action.projected")
+			if len(stored) != 1 || len(pub) <= published || pub[len(pub)-1].Seq != stored[0].Seq {
+				t.Fatalf("action.projected stored %+v, published %+v", stored, pub)
 			}
 			// Sweeping again changes nothing.
 			events := checkEventLog(t, f.p.Flow, session)
@@ -358,10 +384,12 @@ func TestOnStatusChangeSweepsOnlyEndedMachines(t *testing.T) {
 		t.Run(tc.status, func(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t)
-			f.faulty.Set(failing("cas", `"delivery":"projected"`, "ACTION#"))
+			f.faulty.SetRewrite(flowtest.EarlierRecord)
+			f.w.Bus.Fail(errors.New("its project step failed"))
 			a := f.submit(t, flowtest.ToolWrite)
-			f.drain(t) // ProjectionFailed
-			f.faulty.Set(nil)
+			f.drain(t) // left recorded (an earlier revision's machine); failed
+			f.faulty.SetRewrite(nil)
+			f.w.Bus.Fail(nil)
 			f.sw.OnStatusChange(ctx, string(a.ActionID), tc.status)
 			got, _ := f.p.Flow.GetAction(ctx, a.ActionID)
 			if got.States.Terminal() != tc.want {
@@ -389,10 +417,14 @@ func (m endsAsRead) Status(ctx context.Context, _ ids.ActionID) (string, error) 
 func TestSweepDoesNotProjectAgainWhatTheEndedMachineProjected(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	f.faulty.Set(failing("cas", `"delivery":"projected"`, "ACTION#"))
+	// An earlier revision's machine: its record step left the action
+	// recorded, and its Project state runs as the sweeper looks.
+	f.faulty.SetRewrite(flowtest.EarlierRecord)
+	f.w.Bus.Fail(errors.New("not yet"))
 	a := f.submit(t, flowtest.ToolWrite)
-	f.drain(t) // receipt and checkpoint stand; the projection failed
-	f.faulty.Set(nil)
+	f.drain(t) // receipt and checkpoint stand; not projected
+	f.faulty.SetRewrite(nil)
+	f.w.Bus.Fail(nil)
 	sw, err := recovery.New(recovery.Config{Flow: f.p.Flow, Control: f.ctl, Logger: f.w.Log,
 		Machines: endsAsRead{flow: f.p.Flow, in: actionflow.StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID}}})
 	if err != nil {
@@ -414,5 +446,8 @@ func TestSweepDoesNotProjectAgainWhatTheEndedMachineProjected(t *testing.T) {
 	}
 	if projected != 1 || rep.Did != recovery.Left {
 		t.Fatalf("action.projected %d times, sweep did %q", projected, rep.Did)
+	}
+	if pub := f.w.Bus.Published("action.projected"); len(pub) != 1 {
+		t.Fatalf("published %d times, want once (the machine's own)", len(pub))
 	}
 }

@@ -86,9 +86,14 @@ const (
 	// change) starts it.
 	Held Did = "held"
 	// Rebuilt: the receipt was sealed but not folded; the checkpoint was
-	// rebuilt from the receipt, then the projection replayed.
+	// rebuilt from the receipt and the action projected (one transaction),
+	// then the event published.
 	Rebuilt Did = "rebuilt"
-	// Projected: receipt and checkpoint stood; only the projection was replayed.
+	// Projected: receipt and checkpoint stood; only the projection was
+	// replayed: an action left recorded (by a machine of an earlier
+	// revision, whose Project state failed) was projected and its event
+	// published, or an action projected by a machine that failed after
+	// (its publish did not complete) had its stored event published again.
 	Projected Did = "projected"
 	// Sealed: the machine ended without a receipt; one was sealed from
 	// durable evidence (unknown if the operation may have started, the
@@ -227,7 +232,8 @@ func (s *Sweeper) OnStatusChange(ctx context.Context, name, status string) {
 // SweepAction classifies one action from durable evidence and repairs it:
 //
 //	receipt, not in the checkpoint      → rebuild the checkpoint from the receipt, project (never an executor)
-//	receipt and checkpoint, not projected → replay the projection only
+//	receipt and checkpoint, not projected → replay the projection only (left recorded by an earlier revision)
+//	projected, machine failed           → publish the stored projection event again
 //	no receipt, machine never started   → start it (idempotent by name; nothing was dispatched);
 //	                                      a revision block holds it instead (Held: not started)
 //	no receipt, machine running         → leave it, except: resend a durable approval decision
@@ -266,9 +272,6 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 		return rep, err
 	}
 	rep.ExecutionID, rep.Outcome = a.ExecutionID, a.States.Outcome
-	if a.States.Terminal() {
-		return rep, nil // the index lagged behind
-	}
 	// Its current machine: the action id, or the machine an approval
 	// handed it off to (a newer revision's; the old one was stopped).
 	ms, err := s.cfg.Machines.Status(ctx, ids.ActionID(a.MachineName()))
@@ -277,6 +280,19 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 	}
 	rep.Machine = ms
 	in := actionflow.StepInput{ActionID: a.ActionID, ExecutionID: a.ExecutionID}
+	if a.States.Terminal() {
+		if !failed(ms) {
+			return rep, nil // done (or the index lagged behind)
+		}
+		// Projected, and its machine failed after: the record step's
+		// transaction stood but its publish did not (or did, unseen).
+		// Publish the stored event again; subscribers deduplicate.
+		if _, err := flow.Project(ctx, in); err != nil {
+			return rep, err
+		}
+		rep.Did = Projected
+		return rep, nil
+	}
 	rc, err := flow.GetReceipt(ctx, id)
 	switch {
 	case err == nil:
@@ -297,16 +313,22 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 		if err != nil {
 			return rep, err
 		}
-		rep.Did = Projected
+		// Recover and Project both fold (when the checkpoint lacks the
+		// receipt), project and publish from the sealed receipt; Recover
+		// names the repair in the logs as the recovery's.
 		if !recorded {
 			if _, err := flow.Recover(ctx, in); err != nil {
 				return rep, err
 			}
 			rep.Did = Rebuilt
+			return rep, nil
 		}
+		// Left recorded: by a machine of an earlier revision, whose own
+		// Project state did not complete.
 		if _, err := flow.Project(ctx, in); err != nil {
 			return rep, err
 		}
+		rep.Did = Projected
 		return rep, nil
 	case !errors.Is(err, store.ErrNotFound):
 		return rep, err
@@ -402,15 +424,17 @@ func (s *Sweeper) sweepAction(ctx context.Context, id ids.ActionID) (ActionRepor
 	}
 	in.Error = &actionflow.CaughtError{Error: machineError(ms),
 		Cause: fmt.Sprintf("the state machine is %s without a receipt; recovered from durable evidence", orNone(ms))}
-	out, err := flow.Recover(ctx, in)
+	out, err := flow.Recover(ctx, in) // seals, folds, projects and publishes
 	if err != nil {
 		return rep, err
 	}
 	rep.Outcome, rep.Did = out.Outcome, Sealed
-	if _, err := flow.Project(ctx, in); err != nil {
-		return rep, err
-	}
 	return rep, nil
+}
+
+// failed: the machine ended without succeeding.
+func failed(status string) bool {
+	return status == "FAILED" || status == "TIMED_OUT" || status == "ABORTED"
 }
 
 // machineError names how the machine ended, as the receipt's error code.

@@ -93,7 +93,7 @@
 //	Engine Close                                     1 Append per execution with an unwritten position
 //
 // The project's allow path (Authorize, a Choice, DispatchSync,
-// RecordOutcome, Project) therefore costs 2 writes (about 4 KiB):
+// RecordOutcome) therefore costs 2 writes (about 4 KiB):
 // the item when the execution starts and again when it closes. Every
 // change made through the API (SendTask*, StopExecution) is written before
 // the call returns, and every token before its function can see it.

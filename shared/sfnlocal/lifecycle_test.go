@@ -101,8 +101,7 @@ func (l *lifecycleFunctions) functions() map[string]LambdaFunc {
 			l.record("dispatch", p)
 			return []byte(`{"outcome": "succeeded"}`), nil
 		},
-		"record":  ack("record"),
-		"project": ack("project"),
+		"record": ack("record"),
 	}
 }
 
@@ -118,11 +117,11 @@ func TestActionLifecycleDefinition(t *testing.T) {
 		wantOut   string
 	}{
 		{"allow sync", "allow", "sync", nil,
-			"authorize/initial dispatch/sync record/<nil> project/<nil>", `"result":{"outcome":"succeeded"}`},
+			"authorize/initial dispatch/sync record/<nil>", `"result":{"outcome":"succeeded"}`},
 		{"deny", "deny", "sync", nil,
-			"authorize/initial record/<nil> project/<nil>", `"decision":{"executor":"sync","permission":"deny"}`},
+			"authorize/initial record/<nil>", `"decision":{"executor":"sync","permission":"deny"}`},
 		{"ask, approve, host", "ask", "host", []string{`{"approved": true}`, `{"outcome": "succeeded", "exit_code": 0}`},
-			"authorize/initial approval/await authorize/revalidate dispatch/publish record/<nil> project/<nil>", `"result":{"exit_code":0,"outcome":"succeeded"}`},
+			"authorize/initial approval/await authorize/revalidate dispatch/publish record/<nil>", `"result":{"exit_code":0,"outcome":"succeeded"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +153,7 @@ func TestActionLifecycleDefinition(t *testing.T) {
 		h.waitEvent("act_expire", types.HistoryEventTypeTaskSubmitted, 1)
 		h.clock.Advance(24 * time.Hour)
 		d := h.waitStatus("act_expire", types.ExecutionStatusSucceeded)
-		if got := lf.called(); got != "authorize/initial approval/await approval/expire record/<nil> project/<nil>" {
+		if got := lf.called(); got != "authorize/initial approval/await approval/expire record/<nil>" {
 			t.Fatalf("calls %s", got)
 		}
 		if !strings.Contains(aws.ToString(d.Output), `"Error":"States.Timeout"`) {

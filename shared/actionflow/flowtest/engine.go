@@ -500,20 +500,7 @@ func (e *Engine) step(ctx context.Context, name ids.ActionID) (bool, error) {
 			m.State, m.Cause = "RuntimeFailure", caught.Error+": "+caught.Cause
 			return end(Failed)
 		}
-		return goTo("Project")
-	case "Project":
-		caught, err := e.invoke(transientRetry, func() error {
-			_, err := e.Flow.Project(ctx, e.in(m, ""))
-			return err
-		})
-		if err != nil {
-			return false, err
-		}
-		if caught != nil {
-			m.State, m.Cause = "ProjectionFailed", caught.Error+": "+caught.Cause
-			return end(Failed)
-		}
-		return end(Succeeded) // Project is the last state (End)
+		return end(Succeeded) // RecordOutcome is the last state (End): it projects too
 	}
 	return false, fmt.Errorf("machine %s: unknown state %q", name, m.State)
 }
@@ -531,16 +518,14 @@ func executorState(out actionflow.AuthorizeOutput) string {
 // Graph is the engine's state graph: state -> every state it can go to.
 // Its test compares it with the ASL file.
 var Graph = map[string][]string{
-	"Authorize":        {"DispatchHost", "DispatchSync", "AwaitApproval", "AwaitAnswer", "RecordOutcome"},
-	"AwaitApproval":    {"Revalidate", "ExpireApproval", "RecordOutcome"},
-	"ExpireApproval":   {"RecordOutcome"},
-	"Revalidate":       {"DispatchHost", "DispatchSync", "AwaitAnswer", "RecordOutcome"},
-	"DispatchSync":     {"RecordOutcome"},
-	"DispatchHost":     {"RecordOutcome"},
-	"AwaitAnswer":      {"DispatchSync", "ExpireQuestion", "RecordOutcome"},
-	"ExpireQuestion":   {"RecordOutcome"},
-	"RecordOutcome":    {"Project", "RuntimeFailure"},
-	"Project":          {"ProjectionFailed"},
-	"RuntimeFailure":   nil,
-	"ProjectionFailed": nil,
+	"Authorize":      {"DispatchHost", "DispatchSync", "AwaitApproval", "AwaitAnswer", "RecordOutcome"},
+	"AwaitApproval":  {"Revalidate", "ExpireApproval", "RecordOutcome"},
+	"ExpireApproval": {"RecordOutcome"},
+	"Revalidate":     {"DispatchHost", "DispatchSync", "AwaitAnswer", "RecordOutcome"},
+	"DispatchSync":   {"RecordOutcome"},
+	"DispatchHost":   {"RecordOutcome"},
+	"AwaitAnswer":    {"DispatchSync", "ExpireQuestion", "RecordOutcome"},
+	"ExpireQuestion": {"RecordOutcome"},
+	"RecordOutcome":  {"RuntimeFailure"},
+	"RuntimeFailure": nil,
 }

@@ -86,13 +86,13 @@ func TestEngineRunsTheLifecycle(t *testing.T) {
 		state   string // final state
 		runHost bool
 	}{
-		{flowtest.ToolWrite, "", "succeeded", "Project", false},
-		{flowtest.ToolForbidden, "", "not_started", "Project", false},
-		{flowtest.ToolBlocked, "", "not_started", "Project", false},
-		{flowtest.ToolAsk, "approve", "succeeded", "Project", false},
-		{flowtest.ToolAsk, "decline", "not_started", "Project", false},
-		{flowtest.ToolHost, "", "succeeded", "Project", true},
-		{flowtest.ToolAskHost, "approve", "succeeded", "Project", true},
+		{flowtest.ToolWrite, "", "succeeded", "RecordOutcome", false},
+		{flowtest.ToolForbidden, "", "not_started", "RecordOutcome", false},
+		{flowtest.ToolBlocked, "", "not_started", "RecordOutcome", false},
+		{flowtest.ToolAsk, "approve", "succeeded", "RecordOutcome", false},
+		{flowtest.ToolAsk, "decline", "not_started", "RecordOutcome", false},
+		{flowtest.ToolHost, "", "succeeded", "RecordOutcome", true},
+		{flowtest.ToolAskHost, "approve", "succeeded", "RecordOutcome", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tool+"_"+tc.decide, func(t *testing.T) {

@@ -147,3 +147,42 @@ func Sorted[T ~string](m map[T]int) []T {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// Bus is the event bus double (EventBridge on AWS): it keeps what was
+// published and fails every publish while Fail is set.
+type Bus struct {
+	mu        sync.Mutex
+	published []actionflow.Event
+	fail      error
+}
+
+// Publish records ev, or fails.
+func (b *Bus) Publish(_ context.Context, ev actionflow.Event) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fail != nil {
+		return b.fail
+	}
+	b.published = append(b.published, ev)
+	return nil
+}
+
+// Fail makes every publish fail with err (nil: succeed again).
+func (b *Bus) Fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fail = err
+}
+
+// Published returns the events published of one type ("" for all), in order.
+func (b *Bus) Published(typ string) []actionflow.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []actionflow.Event
+	for _, ev := range b.published {
+		if typ == "" || ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}

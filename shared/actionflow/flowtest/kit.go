@@ -58,6 +58,8 @@ type World struct {
 	// Sync is the sync executor's log; Host is the host tools' log.
 	Sync *Executor
 	Host *Executor
+	// Bus receives the published events (every process publishes to it).
+	Bus  *Bus
 	Mode CrashMode
 	// Log receives the services' logs (default: discarded).
 	Log *slog.Logger
@@ -72,7 +74,7 @@ type World struct {
 
 // NewWorld makes a world in a test's temporary directory.
 func NewWorld(t testing.TB) *World {
-	return &World{Path: filepath.Join(t.TempDir(), "state.db"), Clock: NewClock(), Sync: &Executor{}, Host: &Executor{},
+	return &World{Path: filepath.Join(t.TempDir(), "state.db"), Clock: NewClock(), Sync: &Executor{}, Host: &Executor{}, Bus: &Bus{},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
@@ -109,6 +111,9 @@ func (w *World) Start(t testing.TB) *Process {
 		Clock:          w.Clock.Now,
 		Logger:         w.Log,
 		RevisionPolicy: w.RevisionPolicy,
+	}
+	if w.Bus != nil {
+		cfg.Publisher = w.Bus
 	}
 	if w.Revisions != nil {
 		w.Revisions.mu.Lock()
