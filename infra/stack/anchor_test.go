@@ -72,3 +72,26 @@ func TestAuditAnchorBucket(t *testing.T) {
 		}
 	})
 }
+
+// TestHostHomeReachesTheAPIFunction: lifecycle:hostHome becomes the api
+// function's LIFECYCLE_HOST_HOME (and no other function's); without it
+// the variable is not set (functions/api then protects credential stores
+// by name and the usual home layouts only).
+func TestHostHomeReachesTheAPIFunction(t *testing.T) {
+	for _, tc := range []struct {
+		s    *synthesized
+		want any
+	}{{variant, variantHostHome}, {defaults, nil}} {
+		for _, name := range stack.Functions {
+			_, fn := tc.s.function(t, name)
+			vars := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
+			want := tc.want
+			if name != stack.FnAPI {
+				want = nil
+			}
+			if got := vars[stack.EnvHostHome]; got != want {
+				t.Errorf("%s stack, %s: %s = %v, want %v", tc.s.name, name, stack.EnvHostHome, got, want)
+			}
+		}
+	}
+}

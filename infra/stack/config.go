@@ -34,6 +34,10 @@ const (
 	// decision log heads of the sessions that changed (shared/audit).
 	CtxAuditAnchor              = "lifecycle:auditAnchor"
 	CtxAuditAnchorRetentionDays = "lifecycle:auditAnchorRetentionDays"
+	// CtxHostHome is the home directory of the user the host workers
+	// (`lifecycle host`) run as; the api function then refuses a policy
+	// whose sandbox opens a credential store under it (functions/api).
+	CtxHostHome = "lifecycle:hostHome"
 )
 
 // EnvAssetDir names the directory holding <function>.zip when the context
@@ -102,6 +106,9 @@ type Config struct {
 	// AuditAnchorRetentionDays is the bucket's default retention
 	// (compliance mode) of every anchor.
 	AuditAnchorRetentionDays int
+	// HostHome (optional) becomes the api function's LIFECYCLE_HOST_HOME:
+	// an absolute, clean path.
+	HostHome string
 }
 
 // DefaultConfig is what a deploy gets without any context.
@@ -184,6 +191,7 @@ func FromContext(lookup func(key string) any) (Config, error) {
 	str(CtxLogLevel, &c.LogLevel)
 	str(CtxAlarmTopicARN, &c.AlarmTopicARN)
 	str(CtxArchitecture, &c.Architecture)
+	str(CtxHostHome, &c.HostHome)
 	if v := lookup(CtxToolFunctionARNs); v != nil {
 		c.ToolFunctionARNs = splitList(v)
 	}
@@ -274,6 +282,9 @@ func (c Config) Validate() error {
 	}
 	if c.AuditAnchor && (c.AuditAnchorRetentionDays < 1 || c.AuditAnchorRetentionDays > 36500) {
 		errs = append(errs, fmt.Sprintf("%s must be 1 to 36500 days, not %d", CtxAuditAnchorRetentionDays, c.AuditAnchorRetentionDays))
+	}
+	if c.HostHome != "" && (!filepath.IsAbs(c.HostHome) || filepath.Clean(c.HostHome) != c.HostHome || c.HostHome == "/") {
+		errs = append(errs, fmt.Sprintf("%s: %q is not an absolute, clean home directory", CtxHostHome, c.HostHome))
 	}
 	if c.AlarmTopicARN != "" && !strings.HasPrefix(c.AlarmTopicARN, "arn:") {
 		errs = append(errs, fmt.Sprintf("%s: %q is not an ARN", CtxAlarmTopicARN, c.AlarmTopicARN))

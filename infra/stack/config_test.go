@@ -78,6 +78,13 @@ func TestFromContext(t *testing.T) {
 		}},
 		{name: "audit anchor retention of zero days", ctx: map[string]any{stack.CtxAuditAnchor: true, stack.CtxAuditAnchorRetentionDays: 0.0},
 			wantErr: "lifecycle:auditAnchorRetentionDays must be 1 to 36500 days"},
+		{name: "host home", ctx: map[string]any{stack.CtxHostHome: "/home/agent"}, check: func(t *testing.T, c stack.Config) {
+			if c.HostHome != "/home/agent" {
+				t.Errorf("host home %q", c.HostHome)
+			}
+		}},
+		{name: "relative host home", ctx: map[string]any{stack.CtxHostHome: "home/agent"}, wantErr: "lifecycle:hostHome: \"home/agent\" is not an absolute, clean home directory"},
+		{name: "host home not clean", ctx: map[string]any{stack.CtxHostHome: "/home/agent/../root"}, wantErr: "is not an absolute, clean home directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -51,6 +51,9 @@ const (
 	// EnvAuditAnchorBucket (recover, with lifecycle:auditAnchor) is the
 	// Object Lock bucket of decision log anchors.
 	EnvAuditAnchorBucket = "LIFECYCLE_AUDIT_ANCHOR_BUCKET"
+	// EnvHostHome (api, with lifecycle:hostHome) is the host workers' home
+	// directory, under which a policy may not open a credential store.
+	EnvHostHome = "LIFECYCLE_HOST_HOME"
 )
 
 // functionSpec is the sizing of one function. Each number carries its reason.

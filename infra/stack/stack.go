@@ -148,14 +148,18 @@ func New(scope constructs.Construct, id string, props Props) (awscdk.Stack, erro
 	// The API and the recover function start an action on the `live`
 	// alias, or on the version its execution recorded (keep_original): any
 	// version or alias of this machine ("<arn>:*"), and nothing else.
-	fns[FnAPI] = newFunction(st, cfg, functionSpecs[FnAPI], env(map[string]string{
+	apiEnv := map[string]string{
 		EnvStateMachineARN:        *machine.sm.StateMachineArn(),
 		EnvStateMachineAliasARN:   *machine.aliasARN,
 		EnvStateMachineVersionARN: *machine.versionARN,
 		EnvJWTIssuer:              *issuer,
 		EnvJWTAudience:            *audience,
 		EnvToolFunctionARNs:       tools,
-	}), nil)
+	}
+	if cfg.HostHome != "" {
+		apiEnv[EnvHostHome] = cfg.HostHome
+	}
+	fns[FnAPI] = newFunction(st, cfg, functionSpecs[FnAPI], env(apiEnv), nil)
 	grantTable(fns[FnAPI].role, table)
 	fns[FnAPI].role.AddToPrincipalPolicy(statement([]string{"states:StartExecution", "states:DescribeStateMachine"}, machine.sm.StateMachineArn(), machine.qualifiedARN))
 	fns[FnAPI].role.AddToPrincipalPolicy(statement(

@@ -35,6 +35,9 @@ var (
 	anchored *synthesized
 )
 
+// variantHostHome is the variant's lifecycle:hostHome.
+const variantHostHome = "/home/agent"
+
 // synthesized is one stack of the shared synth.
 type synthesized struct {
 	name   string
@@ -115,6 +118,7 @@ func synthAll(m *testing.M) (int, error) {
 	alt.JWTAudience = "client-a,client-b"
 	alt.LogLevel = "debug"
 	alt.Architecture = stack.ArchX86_64
+	alt.HostHome = variantHostHome
 
 	withAnchor := base
 	withAnchor.AuditAnchor = true

@@ -144,6 +144,9 @@ func TestFunctions(t *testing.T) {
 				if name == stack.FnAuthorize && s.cfg.Reviewer == stack.ReviewerBedrock {
 					wantKeys = append(wantKeys, stack.EnvBedrockModelID)
 				}
+				if name == stack.FnAPI && s.cfg.HostHome != "" {
+					wantKeys = append(wantKeys, stack.EnvHostHome)
+				}
 				var gotKeys []string
 				for k := range vars {
 					gotKeys = append(gotKeys, k)
@@ -167,6 +170,7 @@ func TestFunctions(t *testing.T) {
 					stack.EnvBedrockModelID:         s.cfg.BedrockModelID,
 					stack.EnvToolFunctionARNs:       strings.Join(s.cfg.ToolFunctionARNs, ","),
 					stack.EnvLogGroups:              logGroups(t, s),
+					stack.EnvHostHome:               s.cfg.HostHome,
 				}
 				for k, v := range vars {
 					if got := render(v); got != wantValues[k] {
