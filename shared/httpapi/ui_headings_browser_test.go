@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/openprogram/lifecycle/shared/auth"
@@ -19,8 +20,9 @@ var bareID = regexp.MustCompile(`…[0-9a-z]{4,}|\b(exe|act|run|cmd|apr|proc)_[0
 // gave at start, else the first tool call and a summary of its arguments
 // (Bash: npm test); a fork says so in words (its heading's "· fork" and
 // "Forked from" the execution it came from, in the row and in the Fork
-// command's receipt); no row text is a bare id. Screenshots go where
-// TestUI's do.
+// command's receipt); approval and question cards name their execution
+// by the same heading; no row or card text is a bare id. Screenshots go
+// where TestUI's do.
 func TestUIHeadings(t *testing.T) {
 	browser := newBrowser(t)
 	s := newUIStackEngine(t, func(c *embedded.Config) {
@@ -93,9 +95,57 @@ func TestUIHeadings(t *testing.T) {
 		p.shot("fork")
 	})
 
-	t.Run("no row text is a bare id", func(t *testing.T) {
-		texts := eval[[]string](p, `[...document.querySelectorAll("#activity button.branch, #details .exec-head, #details .command, #details-title")].map((e) => e.innerText)`)
-		if len(texts) < 3 {
+	// The decision panels' cards name their execution by the same
+	// heading, quoted: the title when the client gave one, else the first
+	// tool call; the full id stays in the tooltip.
+	t.Run("cards name their execution by its heading", func(t *testing.T) {
+		asked := submitBody("risky", `{"command":"deploy the docs"}`, "c3")
+		asked["title"] = "Publish the release notes"
+		ap := s.submit(agent, session, "k3", asked)
+		q := submitBody("AskUserQuestion", oneQuestion, "c4")
+		q["title"] = "Choose the migration target"
+		qa := s.submit(agent, session, "k4", q)
+		untitled := s.submit(agent, session, "k5", submitBody("AskUserQuestion", oneQuestion, "c5"))
+		cases := []struct {
+			name, card string
+			exec       ids.ExecutionID
+			want       string // "" means the branch row's heading
+		}{
+			{"an approval card of a titled execution", card(ap.ActionID), ap.ExecutionID, "Publish the release notes"},
+			{"a question card of a titled execution", qcard(qa.ActionID), qa.ExecutionID, "Choose the migration target"},
+			{"a question card of an untitled execution", qcard(untitled.ActionID), untitled.ExecutionID, ""},
+		}
+		for _, tc := range cases {
+			p.wait(tc.card)
+			want := tc.want
+			if want == "" {
+				p.wait(branchOf(tc.exec))
+				want = p.text(branchOf(tc.exec) + " .heading")
+				if !strings.HasPrefix(want, "AskUserQuestion: ") {
+					p.fail("%s: the branch row's heading reads %q", tc.name, want)
+				}
+			}
+			name := tc.card + " .exec-name"
+			p.waitJS(tc.name+" to name "+want, `(document.querySelector(`+jsString(name)+`) || {innerText: ""}).innerText === `+jsString("“"+want+"”"))
+			if id := eval[string](p, `document.querySelector(`+jsString(name)+`).title`); id != string(tc.exec) {
+				p.fail("%s: the heading's tooltip is %q, want the execution id %s", tc.name, id, tc.exec)
+			}
+			// Under the card's "Execution" label: the approval's facts,
+			// the question's line.
+			if got := eval[string](p, `document.querySelector(`+jsString(name)+`).closest("dd, p.exec").innerText`); !strings.Contains(got, "“"+want+"”") ||
+				(tc.card == qcard(qa.ActionID) && !strings.HasPrefix(got, "Execution “"+want+"”")) {
+				p.fail("%s: the execution line reads %q", tc.name, got)
+			}
+		}
+		p.shot("cards")
+	})
+
+	t.Run("no row or card text is a bare id", func(t *testing.T) {
+		texts := eval[[]string](p, `[...document.querySelectorAll("#activity button.branch, #details .exec-head, #details .command, #details-title, #decisions .card")].map((e) => e.innerText)`)
+		if n := eval[int](p, `document.querySelectorAll("#decisions .card").length`); n < 3 {
+			p.fail("only %d cards on screen", n)
+		}
+		if len(texts) < 6 {
 			p.fail("only %d rows on screen", len(texts))
 		}
 		for _, txt := range texts {
@@ -106,4 +156,22 @@ func TestUIHeadings(t *testing.T) {
 		p.noNotice()
 		p.shot("headings")
 	})
+}
+
+// cardNamesExec checks that a decision card names its execution as the
+// branch row does (a one-execution branch: the execution's heading),
+// quoted, with the full id in the tooltip, and that no text of the card is
+// an id or the end of one.
+func (p *page) cardNamesExec(sel string, exec ids.ExecutionID) {
+	p.t.Helper()
+	p.wait(branchOf(exec))
+	want := "“" + p.text(branchOf(exec)+" .heading") + "”"
+	name := sel + " .exec-name"
+	p.waitJS("the card to name "+want, `(document.querySelector(`+jsString(name)+`) || {innerText: ""}).innerText === `+jsString(want))
+	if id := eval[string](p, `document.querySelector(`+jsString(name)+`).title`); id != string(exec) {
+		p.fail("the card's execution tooltip is %q, want %s", id, exec)
+	}
+	if m := bareID.FindString(p.text(sel)); m != "" {
+		p.fail("the card reads %q: an id", m)
+	}
 }

@@ -197,7 +197,7 @@ function openSession(token, c, session) {
   };
   const s = S;
   s.questions = new QuestionPanels({
-    box: $("decisions"), client: s.client, session, canAnswer: canAct(s), live: () => live(s),
+    box: $("decisions"), client: s.client, session, canAnswer: canAct(s), execName: (id) => cardName(s, id), live: () => live(s),
     onSettled: (c) => {
       if (!live(s)) return;
       if (c.state === "failed" || c.state === "refused") notice(s, "Your answer to a question was not applied: " + c.statusEl.textContent);
@@ -331,6 +331,7 @@ async function refresh(s) {
     applyApprovals(s, aps.approvals || []);
     if (qs) s.questions.apply(qs.questions || []);
     s.activity = act;
+    nameCards(s);
     // The details' extra reads first, so Activity and the details change
     // together and never disagree on screen.
     await loadDetails(s);
@@ -426,6 +427,7 @@ function applyApprovals(s, list) {
       client: s.client,
       subject: s.claims.sub,
       canDecide: canAct(s),
+      execName: (id) => cardName(s, id),
       live: () => live(s),
       onSettled: (c) => {
         if (!live(s)) return;
@@ -451,6 +453,20 @@ function applyApprovals(s, list) {
     if (!pending.has(id) && card.closed()) card.gone().then((changed) => { if (changed && live(s)) updateDecisionsHeading(s); });
   }
   updateDecisionsHeading(s);
+}
+
+// cardName is how a decision card names its execution: its quoted
+// heading once Activity lists it, else "" (the card says it in words).
+function cardName(s, id) {
+  const e = findExec(s, id);
+  return e ? "“" + execHeading(e) + "”" : "";
+}
+
+// nameCards names every card's execution by the Activity just read (a card
+// made before its execution was listed learns its heading here).
+function nameCards(s) {
+  for (const c of s.cards.values()) c.rename();
+  for (const c of s.questions.cards.values()) c.rename();
 }
 
 function updateDecisionsHeading(s) {

@@ -21,7 +21,7 @@
 // the receipt the first answer would have given.
 
 import { HttpError } from "./api.js";
-import { h, short, time, when } from "./dom.js";
+import { execNamed, h, time, when } from "./dom.js";
 
 const STATUS_OF = { approve: "approved", decline: "declined" };
 const WORD = { approve: "Approve", decline: "Decline" };
@@ -55,7 +55,8 @@ function by(p) {
 }
 
 export class DecisionCard {
-  // ctx: {client, subject, canDecide, live(): bool, onSettled(card), onDismiss(card)}
+  // ctx: {client, subject, canDecide, execName(id): the execution's
+  // heading or "", live(): bool, onSettled(card), onDismiss(card)}
   constructor(ap, ctx) {
     this.ap = ap;
     this.ctx = ctx;
@@ -80,6 +81,8 @@ export class DecisionCard {
     this.dismissBtn = h("button", { type: "button", class: "link dismiss", hidden: true, text: "Dismiss",
       "aria-label": "Dismiss this receipt", onclick: () => this.ctx.onDismiss(this) });
     const reason = ap.reason || {};
+    this.execEl = h("span", { class: "exec-name", title: ap.execution_id });
+    this.rename();
     this.el = h("article", { class: "card" + (ap.risk && ap.risk.level === "high" ? " high-risk" : ""), "data-approval-id": this.id, "data-action-id": ap.action_id,
       "data-execution-id": ap.execution_id, "data-state": this.state, "aria-labelledby": titleID },
       h("header", { class: "card-head" },
@@ -93,11 +96,17 @@ export class DecisionCard {
       h("dl", { class: "facts" },
         h("dt", { text: "Digest" }), h("dd", {}, h("code", { class: "digest", text: ap.args_digest })),
         h("dt", { text: "Why" }), h("dd", { text: [reason.code, reason.source && "(" + reason.source + (reason.rule ? ": " + reason.rule : "") + ")", reason.detail].filter(Boolean).join(" ") }),
-        h("dt", { text: "Execution" }), h("dd", { title: ap.execution_id, text: short(ap.execution_id) + " · policy " + ap.policy_version + " · expires " + when(ap.expires_at) })),
+        h("dt", { text: "Execution" }), h("dd", {}, this.execEl, " · policy " + ap.policy_version + " · expires " + when(ap.expires_at))),
       this.answerEl,
       this.statusEl,
       h("div", { class: "card-actions" }, this.ctx.canDecide ? [this.approveBtn, this.declineBtn] : null, this.retryBtn, this.dismissBtn));
     if (!this.ctx.canDecide) this.statusEl.textContent = "Only the session's human owner can answer (this token's role cannot).";
+  }
+
+  // rename names the card's execution by its heading, once the page knows
+  // it (app.js calls it after each Activity read).
+  rename() {
+    this.execEl.textContent = execNamed(this.ctx.execName, this.ap.execution_id);
   }
 
   setState(state, text) {

@@ -32,6 +32,13 @@ export function short(id) {
   return id.length <= 8 ? id : "…" + id.slice(-6);
 }
 
+// execNamed is how a card or notice names an execution: the heading the
+// page knows for it (name(id): the server's, quoted), else words; never an
+// id or the end of one (the full id goes in the element's tooltip).
+export function execNamed(name, id) {
+  return (name && name(id)) || "in this session";
+}
+
 export function time(t) {
   if (!t) return "";
   const d = new Date(t);

@@ -8,7 +8,7 @@
 // are re-rendered on every live update, and the same node is put back, so
 // what the owner chose and typed survives them.
 
-import { h, short } from "./dom.js";
+import { h } from "./dom.js";
 
 // Reason codes offered for a failure; any code of the same shape may be
 // typed (the server checks it again).
@@ -25,7 +25,7 @@ export class EndForm {
   }
 
   name() {
-    return this.ctx.heading || "execution " + short(this.exec);
+    return this.ctx.heading || "this execution";
   }
 
   build() {

@@ -16,7 +16,7 @@ import { QuestionCard, showAnswer } from "./questions.js";
 import { h } from "./dom.js";
 
 export class QuestionPanels {
-  // o: {box, client, session, canAnswer, live(): bool, onSettled(card), onChange()}
+  // o: {box, client, session, canAnswer, execName(id), live(): bool, onSettled(card), onChange()}
   constructor(o) {
     this.o = o;
     this.cards = new Map();
@@ -41,6 +41,7 @@ export class QuestionPanels {
       const card = new QuestionCard(q, {
         client: o.client,
         canAnswer: o.canAnswer,
+        execName: o.execName,
         live: o.live,
         onSettled: (c) => o.onSettled(c),
         onDismiss: (c) => {

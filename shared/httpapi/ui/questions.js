@@ -27,7 +27,7 @@
 // with the message on the question it names: the draft stays.
 
 import { HttpError, newID } from "./api.js";
-import { h, short, time } from "./dom.js";
+import { execNamed, h, time } from "./dom.js";
 
 const TERMINAL = ["answered", "skipped", "accepted", "expired", "cancelled", "refused", "failed"];
 
@@ -63,7 +63,8 @@ export function showAnswer(q, v) {
 }
 
 export class QuestionCard {
-  // ctx: {client, canAnswer, live(): bool, onSettled(card), onDismiss(card)}
+  // ctx: {client, canAnswer, execName(id): the execution's heading or "",
+  // live(): bool, onSettled(card), onDismiss(card)}
   constructor(req, ctx) {
     this.req = req;
     this.ctx = ctx;
@@ -97,6 +98,8 @@ export class QuestionCard {
       "aria-label": "Dismiss this receipt", onclick: () => this.ctx.onDismiss(this) });
     this.answerEl = h("div", { class: "answer", hidden: true });
     this.statusEl = h("p", { class: "card-status", role: "status" });
+    this.execEl = h("span", { class: "exec-name", title: r.execution_id });
+    this.rename();
     this.controls = h("div", { class: "card-actions" },
       this.ctx.canAnswer ? [this.backBtn, this.nextBtn, this.submitBtn, this.skipBtn] : null);
     this.bodyEl = h("div", { id: "qcard-body-" + this.id, class: "q-body" }, this.stepBody, this.controls);
@@ -104,11 +107,16 @@ export class QuestionCard {
       "data-execution-id": r.execution_id, "data-state": this.state, "data-step": "0", "aria-labelledby": titleID },
       h("header", { class: "card-head" }, this.titleEl, this.stepEl,
         h("span", { class: "badge waiting", text: "Waiting for your answer" }), this.collapseBtn),
-      h("p", { class: "muted exec", title: r.execution_id, text: "Execution " + short(r.execution_id) +
-        (r.created_at ? " · asked " + time(r.created_at) : "") }),
+      h("p", { class: "muted exec" }, "Execution ", this.execEl, r.created_at ? " · asked " + time(r.created_at) : null),
       this.bodyEl, this.answerEl, this.statusEl,
       h("div", { class: "card-actions" }, this.retryBtn, this.dismissBtn));
     if (!this.ctx.canAnswer) this.statusEl.textContent = "Only the session's human owner can answer (this token's role cannot).";
+  }
+
+  // rename names the card's execution by its heading, once the page knows
+  // it (app.js calls it after each Activity read).
+  rename() {
+    this.execEl.textContent = execNamed(this.ctx.execName, this.req.execution_id);
   }
 
   askTitle() {
