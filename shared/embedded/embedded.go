@@ -148,6 +148,8 @@ type Stack struct {
 	hostWake  chan struct{}
 	// failedMachines carries FAILED/TIMED_OUT/ABORTED machines to the sweeper.
 	failedMachines chan sfnlocal.StatusChangeEvent
+	// startupSwept is closed once the start-up sweep has run (StartupSwept).
+	startupSwept chan struct{}
 }
 
 // FunctionARN is the ARN the embedded engine uses for a lifecycle function.
@@ -185,7 +187,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}
 	s := &Stack{log: cfg.Logger, hostWake: make(chan struct{}, 1), failedMachines: make(chan sfnlocal.StatusChangeEvent, 256),
-		Attempt: ids.NewAttemptID()}
+		startupSwept: make(chan struct{}),
+		Attempt:      ids.NewAttemptID()}
 	if cfg.Store != nil {
 		s.Store = cfg.Store
 	} else {
@@ -430,6 +433,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	return s, nil
 }
 
+// StartupSwept is closed once the start-up sweep (the first recovery and
+// process sweep, run in the background as Start returns) has finished. A
+// caller that drives the sweeps itself (SweepInterval < 0) and moves the
+// clock waits for it, so the start-up sweep never judges what it set up.
+func (s *Stack) StartupSwept() <-chan struct{} { return s.startupSwept }
+
 // EmbeddedSupervisorHost is the supervisor host name of the in-process
 // host worker.
 const EmbeddedSupervisorHost = "embedded"
@@ -466,6 +475,7 @@ func (s *Stack) sweep(ctx context.Context, every time.Duration) {
 		defer t.Stop()
 		tick = t.C
 	}
+	first := true
 	for {
 		if rep, err := s.Recovery.Sweep(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("recovery sweep had failures", "errors", rep.Errors, "error", err)
@@ -475,6 +485,10 @@ func (s *Stack) sweep(ctx context.Context, every time.Duration) {
 			s.log.Warn("process sweep failed", "error", err)
 		} else if n > 0 {
 			s.log.Warn("managed processes lost (their supervisor stopped reporting)", "processes", n)
+		}
+		if first {
+			first = false
+			close(s.startupSwept)
 		}
 		for waiting := true; waiting; {
 			select {

@@ -50,6 +50,17 @@ func start(t *testing.T, dir, workspace string, ex *countingExecutor, opts ...fu
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.SweepInterval < 0 {
+		// The test sweeps (and may move the clock): the start-up sweep,
+		// which runs in the background, must not run after its set-up
+		// (an idle test once saw it end an execution it was about to
+		// cancel, on a loaded machine).
+		select {
+		case <-s.StartupSwept():
+		case <-time.After(time.Minute):
+			t.Fatal("the start-up sweep did not finish in a minute")
+		}
+	}
 	eng, err := permission.NewEngine(permission.Config{Classifier: riskreview.New(), Counters: s.Store})
 	if err != nil {
 		t.Fatal(err)
